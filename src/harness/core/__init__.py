@@ -1,0 +1,29 @@
+"""Shared vocabulary of harness: pure data, no I/O."""
+
+from harness.core.clock import Clock, SystemClock
+from harness.core.codec import SCHEMA_VERSION
+from harness.core.events import EVENT_TYPES, EventSink, EventType, RunEvent, summarize
+from harness.core.ids import new_id
+from harness.core.messages import Message, Role, ToolCall, ToolDefinition
+from harness.core.results import RunResult, TerminationReason
+from harness.core.usage import Limits, Usage
+
+__all__ = [
+    "EVENT_TYPES",
+    "SCHEMA_VERSION",
+    "Clock",
+    "EventSink",
+    "EventType",
+    "Limits",
+    "Message",
+    "Role",
+    "RunEvent",
+    "RunResult",
+    "SystemClock",
+    "TerminationReason",
+    "ToolCall",
+    "ToolDefinition",
+    "Usage",
+    "new_id",
+    "summarize",
+]

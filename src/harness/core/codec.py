@@ -1,0 +1,135 @@
+"""JSON codec for persisted and streamed data, with a schema version.
+
+Every encoded object carries `"v": SCHEMA_VERSION`. Decoders accept every version listed
+in `_READABLE`, so logs written by older releases keep replaying.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, cast
+
+from harness.core.events import EVENT_TYPES, EventType, RunEvent
+from harness.core.messages import Message, Role, ToolCall
+from harness.core.usage import Usage
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "dumps",
+    "event_from_dict",
+    "event_to_dict",
+    "loads",
+    "message_from_dict",
+    "message_to_dict",
+    "usage_from_dict",
+    "usage_to_dict",
+]
+
+SCHEMA_VERSION: Final = 1
+_READABLE: Final = frozenset({1})
+_ROLES: Final = frozenset({"system", "user", "assistant", "tool"})
+
+
+class CodecError(ValueError):
+    """Data that does not decode as the expected harness object."""
+
+
+def _check_version(data: dict[str, Any]) -> None:
+    version = data.get("v", SCHEMA_VERSION)
+    if version not in _READABLE:
+        raise CodecError(f"schema version {version!r} is not readable (known: {sorted(_READABLE)})")
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """Encode a message; empty optional fields are left out."""
+    out: dict[str, Any] = {"v": SCHEMA_VERSION, "role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    for key in ("tool_call_id", "name", "reasoning", "tokens", "provider_data"):
+        value = getattr(message, key)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    """Decode a message written by `message_to_dict` (any readable version)."""
+    _check_version(data)
+    role = data.get("role")
+    if role not in _ROLES:
+        raise CodecError(f"unknown message role {role!r}")
+    calls = tuple(
+        ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=str(c["arguments"]))
+        for c in data.get("tool_calls") or ()
+    )
+    return Message(
+        role=cast(Role, role),
+        content=data.get("content"),
+        tool_calls=calls,
+        tool_call_id=data.get("tool_call_id"),
+        name=data.get("name"),
+        reasoning=data.get("reasoning"),
+        tokens=data.get("tokens"),
+        provider_data=data.get("provider_data"),
+    )
+
+
+def event_to_dict(event: RunEvent) -> dict[str, Any]:
+    """Encode an event envelope."""
+    return {
+        "v": SCHEMA_VERSION,
+        "run_id": event.run_id,
+        "seq": event.seq,
+        "ts": event.ts,
+        "type": event.type,
+        "payload": dict(event.payload),
+    }
+
+
+def event_from_dict(data: dict[str, Any]) -> RunEvent:
+    """Decode an event envelope written by `event_to_dict` (any readable version)."""
+    _check_version(data)
+    kind = data.get("type")
+    if kind not in EVENT_TYPES:
+        raise CodecError(f"unknown event type {kind!r}")
+    return RunEvent(
+        run_id=str(data["run_id"]),
+        seq=int(data["seq"]),
+        ts=float(data["ts"]),
+        type=cast(EventType, kind),
+        payload=dict(data.get("payload") or {}),
+    )
+
+
+def usage_to_dict(usage: Usage) -> dict[str, Any]:
+    """Encode usage counters."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+        "requests": usage.requests,
+        "tool_calls": usage.tool_calls,
+        "cost_usd": usage.cost_usd,
+    }
+
+
+def usage_from_dict(data: dict[str, Any]) -> Usage:
+    """Decode usage counters; missing counters are zero."""
+    fields = usage_to_dict(Usage())
+    return Usage(**{key: type(default)(data.get(key, default)) for key, default in fields.items()})
+
+
+def dumps(data: dict[str, Any]) -> str:
+    """Compact JSON, UTF-8 kept readable."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def loads(text: str) -> dict[str, Any]:
+    """Parse one JSON object."""
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise CodecError("expected a JSON object")
+    return cast(dict[str, Any], value)

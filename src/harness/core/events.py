@@ -1,0 +1,83 @@
+"""Run events: the envelope and the vocabulary every layer speaks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol, get_args
+
+__all__ = [
+    "EVENT_TYPES",
+    "SUMMARY_CHARS",
+    "EventSink",
+    "EventType",
+    "RunEvent",
+    "summarize",
+]
+
+EventType = Literal[
+    "run_submitted",
+    "run_started",
+    "step_started",
+    "model_called",
+    "model_responded",
+    "model_delta",
+    "model_retry",
+    "model_fallback",
+    "agent_message",
+    "tool_started",
+    "tool_completed",
+    "approval_requested",
+    "approval_decided",
+    "context_compacted",
+    "hint_injected",
+    "plan_created",
+    "plan_updated",
+    "run_waiting",
+    "run_paused",
+    "run_resumed",
+    "run_recovered",
+    "run_finished",
+    "run_failed",
+    "run_cancelled",
+]
+"""Every event type. Types may be added; they are never renamed."""
+
+EVENT_TYPES: Final[frozenset[str]] = frozenset(get_args(EventType))
+
+SUMMARY_CHARS: Final = 200
+"""Tool results appear in events as summaries of at most this many characters."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunEvent:
+    """One thing that happened in a run, in the order it happened."""
+
+    run_id: str
+    """The run this event belongs to."""
+    seq: int
+    """Position in the run's timeline: starts at 1, no gaps."""
+    ts: float
+    """When it happened, in seconds since the epoch (UTC)."""
+    type: EventType
+    """What happened."""
+    payload: Mapping[str, Any] = field(default_factory=lambda: {})
+    """Details, JSON-compatible."""
+
+
+class EventSink(Protocol):
+    """Where the agent loop reports what happens; the runtime numbers and persists it."""
+
+    def emit(self, type: EventType, payload: Mapping[str, Any]) -> None:
+        """Record one event of the current run."""
+        ...
+
+
+def summarize(text: str | None, limit: int = SUMMARY_CHARS) -> str:
+    """Shorten `text` to at most `limit` characters for an event, marking any cut."""
+    if not text:
+        return ""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return flat[: limit - 1] + "…"

@@ -1,0 +1,49 @@
+"""How a run ended."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness.core.messages import Message
+from harness.core.usage import Usage
+
+__all__ = ["RunResult", "TerminationReason"]
+
+TerminationReason = Literal[
+    "final_answer",
+    "max_steps",
+    "budget_tokens",
+    "budget_cost",
+    "timeout",
+    "repeated_failure",
+    "cancelled",
+    "error",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunResult:
+    """The outcome of a run: its answer, why it ended, and what it cost."""
+
+    run_id: str
+    """The run."""
+    output: str | None
+    """The final answer, or the best report available when the run did not complete."""
+    termination: TerminationReason
+    """Why the run ended."""
+    complete: bool
+    """True when the model gave a final answer of its own accord."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens, requests, tool calls and cost of the whole run."""
+    messages: tuple[Message, ...] = ()
+    """The whole conversation, in order."""
+    error: str | None = None
+    """What went wrong, when the run ended with an error."""
+    data: Any = None
+    """Structured output, when the agent declares an output type."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the run completed with a final answer."""
+        return self.termination == "final_answer"

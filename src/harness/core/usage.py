@@ -1,0 +1,65 @@
+"""Usage counters and the limits that bound a run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Limits", "Usage"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Usage:
+    """What a model call, or a whole run, consumed."""
+
+    input_tokens: int = 0
+    """Prompt tokens, cached ones included."""
+    output_tokens: int = 0
+    """Completion tokens, reasoning included."""
+    cached_tokens: int = 0
+    """Prompt tokens served from the provider's cache."""
+    reasoning_tokens: int = 0
+    """Completion tokens spent on reasoning."""
+    requests: int = 0
+    """Model requests made."""
+    tool_calls: int = 0
+    """Tool calls executed."""
+    cost_usd: float = 0.0
+    """Cost in US dollars, from the model profile's prices (0 when unknown)."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            requests=self.requests + other.requests,
+            tool_calls=self.tool_calls + other.tool_calls,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Limits:
+    """Bounds on one run. Defaults are on: no run is unbounded."""
+
+    max_steps: int = 25
+    """Model turns before the run stops with termination reason `max_steps`."""
+    max_tokens: int | None = None
+    """Total input + output tokens for the run."""
+    max_cost_usd: float | None = None
+    """Total cost in US dollars for the run."""
+    max_seconds: float | None = 3600.0
+    """Wall-clock time for the run."""
+    max_tool_calls: int | None = None
+    """Tool calls for the run."""
+    max_identical_failures: int = 3
+    """The same tool failing the same way this many times in a row is a repeated failure."""
+    tool_timeout: float = 30.0
+    """Seconds a tool may run when its spec sets no timeout of its own."""
+    max_result_chars: int = 4000
+    """Characters of a tool result the model sees when the tool sets no limit of its own."""

@@ -1,0 +1,72 @@
+import dataclasses
+
+import pytest
+
+from harness.core import EVENT_TYPES, Message, ToolCall, Usage, new_id, summarize
+
+
+def test_messages_are_frozen_and_keyword_only() -> None:
+    message = Message.user("hi")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        message.content = "changed"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Message("user", "hi")  # type: ignore[misc]
+
+
+def test_constructors_set_roles_and_links() -> None:
+    call = ToolCall(id="c1", name="bash", arguments="{}")
+    assert Message.assistant(None, [call]).tool_calls == (call,)
+    answer = Message.tool("c1", "done", name="bash")
+    assert (answer.role, answer.tool_call_id, answer.name) == ("tool", "c1", "bash")
+
+
+def test_usage_adds_up() -> None:
+    total = Usage(input_tokens=1, output_tokens=2, requests=1) + Usage(
+        input_tokens=10, output_tokens=20, requests=1, tool_calls=3, cost_usd=0.5
+    )
+    assert total == Usage(input_tokens=11, output_tokens=22, requests=2, tool_calls=3, cost_usd=0.5)
+    assert total.total_tokens == 33
+
+
+def test_ids_are_unique_and_sort_by_creation() -> None:
+    ids = [new_id("run") for _ in range(2000)]
+    assert len(set(ids)) == 2000
+    assert all(i.startswith("run_") and len(i) == 30 for i in ids)
+    assert ids[0][:14] <= ids[-1][:14]
+
+
+def test_summaries_never_exceed_200_characters() -> None:
+    assert summarize("a\n  b") == "a b"
+    long = summarize("x" * 1000)
+    assert len(long) == 200
+    assert long.endswith("…")
+    assert summarize(None) == ""
+
+
+def test_event_vocabulary_of_the_design_is_complete() -> None:
+    design = {
+        "run_submitted",
+        "run_started",
+        "step_started",
+        "model_called",
+        "model_responded",
+        "model_retry",
+        "model_fallback",
+        "agent_message",
+        "tool_started",
+        "tool_completed",
+        "approval_requested",
+        "approval_decided",
+        "context_compacted",
+        "hint_injected",
+        "plan_created",
+        "plan_updated",
+        "run_waiting",
+        "run_paused",
+        "run_resumed",
+        "run_recovered",
+        "run_finished",
+        "run_failed",
+        "run_cancelled",
+    }
+    assert design <= EVENT_TYPES

@@ -1,0 +1,33 @@
+"""Layer 1, the model gateway: one `Model` interface over every provider."""
+
+from harness.gateway.model import (
+    FinishReason,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ReasoningDelta,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+)
+from harness.gateway.profiles import ModelProfile, resolve_model
+from harness.gateway.scripted import FunctionModel, ScriptedModel
+
+__all__ = [
+    "FinishReason",
+    "FunctionModel",
+    "Model",
+    "ModelProfile",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "ReasoningDelta",
+    "ResponseDone",
+    "ScriptedModel",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCallDelta",
+    "resolve_model",
+]

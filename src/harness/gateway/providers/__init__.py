@@ -1,0 +1,1 @@
+"""Model providers; each module wraps one vendor SDK and is imported only when used."""

@@ -1,0 +1,229 @@
+"""Error answers of OpenAI-compatible servers, translated into harness errors.
+
+Pure functions over the status, headers and body text, with no SDK import: the provider
+module calls them once, where the SDK's exception enters harness.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, cast
+
+from harness.errors import (
+    ContextOverflowError,
+    ModelAPIError,
+    ModelAuthenticationError,
+    ModelBadRequestError,
+    ModelNotFoundError,
+    ModelOverloadedError,
+    ModelRateLimitError,
+    ModelServerError,
+    ModelStreamError,
+)
+
+__all__ = ["is_context_overflow", "parse_retry_after", "status_error", "stream_error"]
+
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+_OVERFLOW_MARKERS = (
+    "context_length_exceeded",
+    "exceeds the available context size",
+    "context size has been exceeded",
+    "maximum context length",
+    "prompt is too long",
+    "exceeds the context window",
+    "exceeds the model's context",
+)
+_CLASSES: dict[int, type[ModelAPIError]] = {
+    400: ModelBadRequestError,
+    422: ModelBadRequestError,
+    401: ModelAuthenticationError,
+    403: ModelAuthenticationError,
+    404: ModelNotFoundError,
+    429: ModelRateLimitError,
+    529: ModelOverloadedError,
+}
+_WAIT_IN_TEXT = re.compile(r"(?:try again|retry) in (\d+(?:\.\d+)?)\s*(ms|s)\b", re.IGNORECASE)
+_BODY_LIMIT = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class _Detail:
+    """What the provider said about its error."""
+
+    message: str
+    type: str | None = None
+
+
+def status_error(
+    status: int,
+    headers: Mapping[str, str],
+    body_text: str,
+    *,
+    base_url: str,
+    model: str,
+    request_id: str | None,
+) -> ModelAPIError:
+    """The harness error for an HTTP error answer; `headers` has lower-case names."""
+    detail = _detail(body_text)
+    overflow = status not in (401, 403, 404, 429) and is_context_overflow(detail.message)
+    cls = ContextOverflowError if overflow else _error_class(status)
+    retryable = status in RETRYABLE_STATUSES
+    should_retry = headers.get("x-should-retry", "").strip().lower()
+    if should_retry in ("true", "false"):
+        retryable = should_retry == "true"
+    retry_after = parse_retry_after(headers)
+    if retry_after is None and status == 429:
+        retry_after = _wait_in_text(detail.message)
+    return cls(
+        _explain(cls, status, detail.message, base_url=base_url, model=model),
+        status=status,
+        retryable=retryable and not overflow,
+        retry_after=retry_after,
+        provider_type=detail.type,
+        body=body_text[:_BODY_LIMIT],
+        request_id=request_id,
+    )
+
+
+def stream_error(error: object, message: str, *, request_id: str | None) -> ModelStreamError:
+    """The harness error for an `error` object received inside a 200 stream."""
+    fields = _as_dict(error)
+    code = next(
+        (
+            _as_status(fields.get(k))
+            for k in ("status_code", "code")
+            if _as_status(fields.get(k)) is not None
+        ),
+        None,
+    )
+    retryable = code in RETRYABLE_STATUSES if code is not None else True
+    retryable = retryable and not is_context_overflow(message)
+    kind = fields.get("type") or fields.get("code")
+    return ModelStreamError(
+        f"the provider reported an error in the middle of its stream: {message}",
+        status=200,
+        retryable=retryable,
+        provider_type=None if kind is None else str(kind),
+        body=json.dumps(error, default=str)[:_BODY_LIMIT],
+        request_id=request_id,
+    )
+
+
+def is_context_overflow(message: str) -> bool:
+    """Whether an error message says the request does not fit the context window."""
+    lowered = message.lower()
+    return any(marker in lowered for marker in _OVERFLOW_MARKERS)
+
+
+def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms`, or `retry-after` (seconds or an HTTP date)."""
+    if (millis := _float(headers.get("retry-after-ms"))) is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    if (seconds := _float(value)) is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def _error_class(status: int) -> type[ModelAPIError]:
+    if status in _CLASSES:
+        return _CLASSES[status]
+    return ModelServerError if status >= 500 else ModelAPIError
+
+
+def _explain(cls: type[ModelAPIError], status: int, said: str, *, base_url: str, model: str) -> str:
+    """What went wrong and what to do about it, for whoever must act."""
+    if cls is ContextOverflowError:
+        return (
+            f"the request does not fit the context window of model '{model}' ({said}): "
+            "shorten the conversation, or give the server a larger context "
+            "(llama.cpp: --ctx-size)"
+        )
+    if status == 401:
+        return (
+            f"the server at {base_url} rejected the API key ({said}): set the key in "
+            "the environment variable named by the model profile (or pass --api-key)"
+        )
+    if status == 403:
+        return (
+            f"the API key may not use model '{model}' at {base_url} ({said}): "
+            "check the key's permissions or project"
+        )
+    if cls is ModelNotFoundError:
+        return (
+            f"model '{model}' not found at {base_url} ({said}): check the model name "
+            f"and that the server serves it (GET {base_url}/models lists them)"
+        )
+    if cls is ModelBadRequestError:
+        return f"the server at {base_url} rejected the request: {said}"
+    if cls is ModelRateLimitError:
+        return f"rate limited by {base_url}: {said}; wait, or send fewer requests at once"
+    if cls is ModelOverloadedError:
+        return f"the server at {base_url} is overloaded: {said}; retry later"
+    return f"the server at {base_url} answered HTTP {status}: {said}"
+
+
+def _detail(body_text: str) -> _Detail:
+    try:
+        parsed: object = json.loads(body_text)
+    except ValueError:
+        return _Detail(_excerpt(body_text) or "(empty body)")
+    error: object = _as_dict(parsed).get("error", parsed)
+    if isinstance(error, str) and error:
+        return _Detail(_excerpt(error))
+    fields = _as_dict(error)
+    if not fields:
+        return _Detail(_excerpt(body_text) or "(empty body)")
+    message = fields.get("message") or fields.get("detail") or _excerpt(body_text)
+    upstream = _as_dict(fields.get("metadata")).get("raw")
+    if isinstance(upstream, str) and upstream:
+        message = f"{message}: {upstream}"
+    kind = fields.get("type") or fields.get("code")
+    return _Detail(str(message), None if kind is None else str(kind))
+
+
+def _as_dict(value: object) -> dict[str, Any]:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def _wait_in_text(message: str) -> float | None:
+    match = _WAIT_IN_TEXT.search(message)
+    if match is None:
+        return None
+    amount = float(match.group(1))
+    return amount / 1000 if match.group(2).lower() == "ms" else amount
+
+
+def _as_status(value: object) -> int | None:
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+        return value
+    return None
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _excerpt(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"

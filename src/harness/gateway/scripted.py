@@ -1,0 +1,152 @@
+"""Models that answer from a script or a function, with no server behind them.
+
+They ship with the library (re-exported by `harness.testing`) so that tests, demos and
+benchmarks run the real loop, tools and runtime with only the model replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeAlias
+
+from harness.core.ids import new_id
+from harness.core.messages import Message, ToolCall
+from harness.core.usage import Usage
+from harness.errors import ConfigError
+from harness.gateway.model import (
+    ModelRequest,
+    ModelResponse,
+    ReasoningDelta,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+)
+
+__all__ = ["FunctionModel", "Reply", "ScriptedModel", "call", "estimate_tokens", "reply"]
+
+Reply: TypeAlias = ModelResponse | Message | str
+"""What a script step may give: a full response, an assistant message, or plain text."""
+
+ReplyFunction: TypeAlias = Callable[[ModelRequest], Reply | Awaitable[Reply]]
+
+
+def estimate_tokens(text: str | None) -> int:
+    """A rough token count (4 characters a token) for models that report none."""
+    return (len(text) + 3) // 4 if text else 0
+
+
+def call(
+    name: str, arguments: dict[str, Any] | str | None = None, *, id: str | None = None
+) -> ToolCall:
+    """A tool call for a script; dict arguments are encoded as JSON."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    return ToolCall(id=id or new_id("call"), name=name, arguments=raw)
+
+
+def reply(text: str | None = None, *calls: ToolCall, reasoning: str | None = None) -> Message:
+    """An assistant message for a script: text, tool calls, or both."""
+    return Message.assistant(text, calls, reasoning=reasoning)
+
+
+def _as_response(value: Reply, request: ModelRequest, model: str) -> ModelResponse:
+    if isinstance(value, ModelResponse):
+        return value
+    message = Message.assistant(value) if isinstance(value, str) else value
+    prompt = sum(
+        estimate_tokens(m.content) + estimate_tokens(m.reasoning) for m in request.messages
+    )
+    output = estimate_tokens(message.content) + sum(
+        estimate_tokens(c.arguments) for c in message.tool_calls
+    )
+    return ModelResponse(
+        message=message,
+        finish_reason="tool_calls" if message.tool_calls else "stop",
+        usage=Usage(input_tokens=prompt, output_tokens=output, requests=1),
+        model=model,
+        request_id=request.request_id,
+    )
+
+
+async def _stream_response(response: ModelResponse) -> AsyncIterator[StreamEvent]:
+    message = response.message
+    if message.reasoning:
+        yield ReasoningDelta(text=message.reasoning)
+    for piece in _pieces(message.content or ""):
+        yield TextDelta(text=piece)
+    for index, tool_call in enumerate(message.tool_calls):
+        yield ToolCallDelta(index=index, id=tool_call.id, name=tool_call.name)
+        for piece in _pieces(tool_call.arguments):
+            yield ToolCallDelta(index=index, arguments=piece)
+    yield ResponseDone(response=response)
+
+
+def _pieces(text: str, size: int = 16) -> Iterable[str]:
+    return (text[i : i + size] for i in range(0, len(text), size))
+
+
+class FunctionModel:
+    """A model whose every answer comes from a function of the request.
+
+    The function may be sync or async and returns a `ModelResponse`, an assistant
+    `Message`, or plain text. Every request received is kept in `requests`.
+
+    Args:
+        function: Called once per request.
+        name: Label for events and logs.
+        latency_s: Seconds to wait before answering, to simulate a real model.
+    """
+
+    def __init__(self, function: ReplyFunction, *, name: str = "function", latency_s: float = 0.0):
+        self._function = function
+        self._name = name
+        self.latency_s = latency_s
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def name(self) -> str:
+        """The model's label."""
+        return self._name
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Answer one request from the function."""
+        self.requests.append(request)
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        value = self._function(request)
+        if inspect.isawaitable(value):
+            value = await value
+        return _as_response(value, request, self._name)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Answer one request, delivered in small deltas."""
+        response = await self.request(request)
+        async for event in _stream_response(response):
+            yield event
+
+
+class ScriptedModel(FunctionModel):
+    """A model that gives the scripted replies in order, one per request.
+
+    Args:
+        replies: The answers, in order. Running past the end raises `ConfigError`
+            naming how many replies the script had.
+        name: Label for events and logs.
+        latency_s: Seconds to wait before answering.
+    """
+
+    def __init__(self, replies: Sequence[Reply], *, name: str = "scripted", latency_s: float = 0.0):
+        self.replies = list(replies)
+        super().__init__(self._next, name=name, latency_s=latency_s)
+
+    def _next(self, request: ModelRequest) -> Reply:
+        index = len(self.requests) - 1
+        if index >= len(self.replies):
+            raise ConfigError(
+                f"ScriptedModel {self.name!r} has {len(self.replies)} replies "
+                f"but received request {index + 1}"
+            )
+        return self.replies[index]

@@ -1,0 +1,122 @@
+"""Per-run and per-step overhead of harness with an in-process scripted model.
+
+The scenario of ../shared/bench/peers: one tool `add(a, b)`; the model asks for add(2, 3),
+then answers with the tool's result. One run = 2 model calls + 1 tool call = 3 steps.
+Next to harness it times a minimal hand-written loop over plain dicts (the floor).
+
+    python bench/overhead.py [--runs 2000] [--concurrent 1000] [--latency 0.05]
+
+Prints a markdown table. Nothing here is a test: numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from harness import Agent, Harness, Message, ModelRequest, tool
+from harness.gateway.scripted import FunctionModel, call, reply
+from harness.runtime import Settings
+
+ARGS = '{"a": 2, "b": 3}'
+STEPS = 3
+
+
+@tool(side_effects="none")
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def _script(request: ModelRequest) -> Message:
+    last = request.messages[-1]
+    if last.role == "tool":
+        return reply(last.content)
+    return reply(None, call("add", ARGS))
+
+
+async def _raw_run(latency: float) -> str:
+    messages: list[dict[str, object]] = [{"role": "user", "content": "What is 2 + 3?"}]
+    while True:
+        if latency:
+            await asyncio.sleep(latency)
+        last = messages[-1]
+        if last["role"] == "tool":
+            return str(last["content"])
+        tool_call = {"id": "c", "name": "add", "arguments": ARGS}
+        answer = {"role": "assistant", "tool_calls": [tool_call]}
+        messages.append(answer)
+        result = await add.function(**json.loads(ARGS))
+        messages.append({"role": "tool", "tool_call_id": "c", "content": str(result)})
+
+
+def _harness_runner(harness: Harness, latency: float) -> Callable[[], Awaitable[str | None]]:
+    agent = Agent(name="bench", model=FunctionModel(_script, latency_s=latency), tools=[add])
+
+    async def run() -> str | None:
+        return (await harness.run(agent, "What is 2 + 3?")).output
+
+    return run
+
+
+async def _sequential(run: Callable[[], Awaitable[str | None]], n: int) -> float:
+    for _ in range(50):
+        assert await run() == "5"
+    start = time.perf_counter()
+    for _ in range(n):
+        await run()
+    return (time.perf_counter() - start) / n * 1e6
+
+
+async def _concurrent(run: Callable[[], Awaitable[str | None]], n: int) -> float:
+    start = time.perf_counter()
+    answers = await asyncio.gather(*(run() for _ in range(n)))
+    assert all(a == "5" for a in answers)
+    return (time.perf_counter() - start) * 1e3
+
+
+def _import_ms() -> float:
+    code = "import time; t = time.perf_counter(); import harness; print(time.perf_counter() - t)"
+    times = [float(subprocess.check_output([sys.executable, "-c", code])) for _ in range(5)]
+    return statistics.median(times) * 1e3
+
+
+async def _main(args: argparse.Namespace) -> None:
+    harness = Harness(Settings(home=Path(".harness")))
+    raw_seq = await _sequential(lambda: _raw_run(0), args.runs)
+    seq = await _sequential(_harness_runner(harness, 0), args.runs)
+    raw_conc = await _concurrent(lambda: _raw_run(args.latency), args.concurrent)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    conc = await _concurrent(_harness_runner(harness, args.latency), args.concurrent)
+    rss_growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    floor = 2 * args.latency * 1e3
+    print(
+        f"| variant | seq µs/run | µs/step | {args.concurrent} concurrent, "
+        f"{args.latency * 1e3:.0f} ms model latency: wall ms (floor {floor:.0f}) |"
+    )
+    print("|---|---:|---:|---:|")
+    print(f"| raw loop (plain dicts) | {raw_seq:.1f} | {raw_seq / STEPS:.1f} | {raw_conc:.0f} |")
+    print(
+        f"| harness, in-process, events numbered and published | {seq:.1f} | "
+        f"{seq / STEPS:.1f} | {conc:.0f} |"
+    )
+    print(
+        f"\nharness peak RSS growth during the concurrent burst: {rss_growth:.1f} MiB; "
+        f"`import harness`: {_import_ms():.0f} ms (median of 5)"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--concurrent", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    asyncio.run(_main(parser.parse_args()))

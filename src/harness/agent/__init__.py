@@ -1,0 +1,6 @@
+"""Layer 3, the agent loop: what an agent is and how one run of it proceeds."""
+
+from harness.agent.loop import AgentLoop
+from harness.agent.spec import DEFAULT_INSTRUCTIONS, AgentSpec
+
+__all__ = ["DEFAULT_INSTRUCTIONS", "AgentLoop", "AgentSpec"]

@@ -1,0 +1,229 @@
+"""The ReAct loop: the model decides, the harness acts, the result goes back.
+
+The loop knows nothing of storage: it reports every step to the `EventSink` it is handed,
+and the runtime numbers, persists and streams those events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.agent.spec import AgentSpec
+from harness.core.codec import usage_to_dict
+from harness.core.events import EventSink, EventType, summarize
+from harness.core.ids import new_id
+from harness.core.messages import Message, ToolCall
+from harness.core.results import RunResult, TerminationReason
+from harness.core.usage import Usage
+from harness.gateway.model import Model, ModelRequest, ModelResponse, ResponseDone, TextDelta
+from harness.tools import ToolOutcome, Toolset
+
+__all__ = ["EMPTY_REPLY_NUDGE", "AgentLoop"]
+
+EMPTY_REPLY_NUDGE = (
+    "Your last reply was empty. Either call a tool, or reply with your final answer as text."
+)
+
+
+@dataclass(kw_only=True)
+class _State:
+    run_id: str
+    messages: list[Message]
+    started: float
+    usage: Usage = field(default_factory=Usage)
+    step: int = 0
+
+
+class AgentLoop:
+    """Runs one agent on one conversation until a final answer or a limit.
+
+    Args:
+        spec: The agent.
+        model: The resolved model.
+        toolset: The agent's tools.
+        sink: Receives every event of the run.
+        stream: Use streaming responses and report text deltas as `model_delta` events.
+    """
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        model: Model,
+        toolset: Toolset,
+        sink: EventSink,
+        stream: bool = False,
+    ) -> None:
+        self._spec, self._model, self._toolset = spec, model, toolset
+        self._sink, self._stream = sink, stream
+
+    async def run(self, run_id: str, messages: list[Message]) -> RunResult:
+        """Run the loop on `messages` (system prompt and task first); never raises but cancel."""
+        state = _State(run_id=run_id, messages=messages, started=time.monotonic())
+        self._emit(
+            "run_started",
+            agent=self._spec.name,
+            model=self._model.name,
+            tools=[d.name for d in self._toolset.definitions()],
+            max_steps=self._spec.limits.max_steps,
+        )
+        error_type = None
+        try:
+            result = await self._steps(state)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a run ends with an error; it never crashes its host
+            error_type = type(exc).__name__
+            result = self._result(state, None, "error", error=str(exc) or error_type)
+        if result.termination == "error":
+            self._emit(
+                "run_failed",
+                error=result.error,
+                error_type=error_type,
+                termination="error",
+                usage=usage_to_dict(result.usage),
+            )
+        else:
+            self._emit(
+                "run_finished",
+                output=result.output,
+                termination=result.termination,
+                complete=result.complete,
+                usage=usage_to_dict(result.usage),
+            )
+        return result
+
+    async def _steps(self, state: _State) -> RunResult:
+        while (stop := self._limit_reached(state)) is None:
+            state.step += 1
+            self._emit("step_started", step=state.step)
+            message = (await self._call_model(state)).message
+            state.messages.append(message)
+            if message.tool_calls:
+                await self._run_tools(state, message.tool_calls)
+            elif message.content and message.content.strip():
+                self._emit("agent_message", step=state.step, content=message.content, final=True)
+                return self._result(state, message.content, "final_answer")
+            else:
+                state.messages.append(Message.user(EMPTY_REPLY_NUDGE))
+        return self._result(state, self._stopped_report(state, stop), stop)
+
+    def _limit_reached(self, state: _State) -> TerminationReason | None:
+        limits, usage = self._spec.limits, state.usage
+        if state.step >= limits.max_steps:
+            return "max_steps"
+        elapsed = time.monotonic() - state.started
+        if limits.max_seconds is not None and elapsed >= limits.max_seconds:
+            return "timeout"
+        if limits.max_tokens is not None and usage.total_tokens >= limits.max_tokens:
+            return "budget_tokens"
+        if limits.max_cost_usd is not None and usage.cost_usd >= limits.max_cost_usd:
+            return "budget_cost"
+        return None
+
+    async def _call_model(self, state: _State) -> ModelResponse:
+        request = ModelRequest(
+            messages=tuple(state.messages),
+            tools=self._toolset.definitions(),
+            settings=self._spec.settings,
+            request_id=new_id("req"),
+        )
+        self._emit(
+            "model_called",
+            step=state.step,
+            model=self._model.name,
+            messages=len(request.messages),
+            stream=self._stream,
+            request_id=request.request_id,
+        )
+        started = time.monotonic()
+        response = await (
+            self._streamed(state, request) if self._stream else self._model.request(request)
+        )
+        state.usage += response.usage
+        message = response.message
+        self._emit(
+            "model_responded",
+            step=state.step,
+            finish_reason=response.finish_reason,
+            content=summarize(message.content),
+            usage=usage_to_dict(response.usage),
+            tool_calls=[{"id": c.id, "name": c.name} for c in message.tool_calls],
+            duration_s=round(time.monotonic() - started, 6),
+        )
+        return response
+
+    async def _streamed(self, state: _State, request: ModelRequest) -> ModelResponse:
+        async for event in self._model.stream(request):
+            if isinstance(event, TextDelta):
+                self._emit("model_delta", step=state.step, text=event.text)
+            elif isinstance(event, ResponseDone):
+                return event.response
+        raise RuntimeError(f"model {self._model.name} ended its stream without a response")
+
+    async def _run_tools(self, state: _State, calls: tuple[ToolCall, ...]) -> None:
+        if state.messages[-1].content:
+            self._emit(
+                "agent_message", step=state.step, content=state.messages[-1].content, final=False
+            )
+        for call in calls:
+            self._emit(
+                "tool_started",
+                step=state.step,
+                call_id=call.id,
+                tool=call.name,
+                arguments=summarize(call.arguments),
+            )
+        limits = self._spec.limits
+        outcomes: list[ToolOutcome] = await asyncio.gather(
+            *(self._toolset.execute(call, limits=limits) for call in calls)
+        )
+        for outcome in outcomes:
+            state.messages.append(outcome.message)
+            self._emit(
+                "tool_completed",
+                step=state.step,
+                call_id=outcome.call.id,
+                tool=outcome.call.name,
+                status=outcome.status,
+                ok=outcome.ok,
+                result=summarize(outcome.output),
+                truncated=outcome.truncated,
+                duration_s=round(outcome.duration_s, 6),
+            )
+        state.usage += Usage(tool_calls=len(calls))
+
+    def _stopped_report(self, state: _State, reason: TerminationReason) -> str:
+        last = next(
+            (m.content for m in reversed(state.messages) if m.role == "assistant" and m.content),
+            None,
+        )
+        text = (
+            f"The run stopped ({reason}) after {state.step} steps "
+            "before the model gave a final answer."
+        )
+        return f"{text} Last assistant text: {last}" if last else text
+
+    def _result(
+        self,
+        state: _State,
+        output: str | None,
+        reason: TerminationReason,
+        *,
+        error: str | None = None,
+    ) -> RunResult:
+        return RunResult(
+            run_id=state.run_id,
+            output=output,
+            termination=reason,
+            complete=reason == "final_answer",
+            usage=state.usage,
+            messages=tuple(state.messages),
+            error=error,
+        )
+
+    def _emit(self, kind: EventType, **payload: Any) -> None:
+        self._sink.emit(kind, payload)

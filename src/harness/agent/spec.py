@@ -1,0 +1,39 @@
+"""What an agent is: a model, instructions, tools and limits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.core.usage import Limits
+from harness.gateway.model import Model, ModelSettings
+from harness.tools import ToolSpec
+
+__all__ = ["DEFAULT_INSTRUCTIONS", "AgentSpec"]
+
+DEFAULT_INSTRUCTIONS = (
+    "You are a careful assistant that solves tasks step by step. Use the tools when they help; "
+    "read tool errors and change your approach instead of repeating a failing call. When the "
+    "task is done, reply with the final answer and no tool call."
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSpec:
+    """The definition of an agent; the same spec can run any number of times."""
+
+    name: str = "agent"
+    """A short name, recorded with every run."""
+    model: str | Model = "local"
+    """A profile name, `openai:MODEL_NAME`, or a `Model` object."""
+    instructions: str = DEFAULT_INSTRUCTIONS
+    """The system prompt."""
+    tools: Sequence[ToolSpec | str] = ()
+    """Tools as `ToolSpec`s, or names of built-in tools such as `"bash"`."""
+    limits: Limits = field(default_factory=Limits)
+    """Bounds on every run of this agent."""
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    """Sampling settings sent with every model request."""
+    workspace: Path | None = None
+    """Directory the built-in tools work in; `None` is the current directory."""

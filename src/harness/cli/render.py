@@ -1,0 +1,122 @@
+"""How runs look in a terminal: the only module that imports rich."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+
+from harness.core.codec import dumps, event_to_dict
+from harness.core.events import RunEvent
+
+__all__ = ["JsonRenderer", "LiveRenderer", "print_error", "print_hint", "print_note"]
+
+_STATUS_STYLE = {True: "green", False: "red"}
+
+
+class JsonRenderer:
+    """Prints every event as one JSON object per line."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self._out = out or sys.stdout
+
+    def __call__(self, event: RunEvent) -> None:
+        """Print one event."""
+        self._out.write(dumps(event_to_dict(event)) + "\n")
+        self._out.flush()
+
+
+class LiveRenderer:
+    """Prints a readable account of each step as it happens."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False)
+        self._streaming = False
+
+    def __call__(self, event: RunEvent) -> None:
+        """Print one event, if it is one a person wants to see."""
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is not None:
+            handler(event.payload)
+
+    def _print(self, text: str) -> None:
+        if self._streaming:
+            self.console.print()
+            self._streaming = False
+        self.console.print(text)
+
+    def _on_run_started(self, p: dict[str, Any]) -> None:
+        tools = ", ".join(p.get("tools") or []) or "none"
+        self._print(
+            f"[bold]▶ {escape(p['agent'])}[/] · model [cyan]{escape(p['model'])}[/]"
+            f" · tools {escape(tools)} · max {p['max_steps']} steps"
+        )
+
+    def _on_step_started(self, p: dict[str, Any]) -> None:
+        self._print(f"[dim]── step {p['step']}[/]")
+
+    def _on_model_delta(self, p: dict[str, Any]) -> None:
+        self.console.print(escape(p["text"]), end="", style="italic")
+        self._streaming = True
+
+    def _on_model_responded(self, p: dict[str, Any]) -> None:
+        usage: Mapping[str, Any] = p.get("usage") or {}
+        self._print(
+            f"[dim]  model: {p['finish_reason']} · {usage.get('input_tokens', 0)} in /"
+            f" {usage.get('output_tokens', 0)} out tokens · {p['duration_s']:.2f} s[/]"
+        )
+
+    def _on_agent_message(self, p: dict[str, Any]) -> None:
+        if not p.get("final"):  # a final answer is shown once, by run_finished
+            self._print(f"  [italic]{escape(p['content'])}[/]")
+
+    def _on_tool_started(self, p: dict[str, Any]) -> None:
+        self._print(f"  [yellow]⚙ {escape(p['tool'])}[/] {escape(p['arguments'])}")
+
+    def _on_tool_completed(self, p: dict[str, Any]) -> None:
+        mark, style = ("✓", "green") if p["ok"] else ("✗", "red")
+        status = "" if p["ok"] else f" {p['status']}:"
+        self._print(
+            f"  [{style}]{mark}[/]{status} [dim]({p['duration_s']:.2f} s)[/] {escape(p['result'])}"
+        )
+
+    def _on_run_finished(self, p: dict[str, Any]) -> None:
+        title = "final answer" if p["complete"] else f"stopped: {p['termination']}"
+        style = _STATUS_STYLE[bool(p["complete"])]
+        self._print("")
+        self.console.print(Panel(escape(p.get("output") or ""), title=title, border_style=style))
+        usage: Mapping[str, Any] = p.get("usage") or {}
+        self._print(_usage_line(usage))
+
+    def _on_run_failed(self, p: dict[str, Any]) -> None:
+        self._print(f"[red bold]✘ run failed[/] [red]{escape(str(p.get('error')))}[/]")
+
+
+def _usage_line(usage: Mapping[str, Any]) -> str:
+    return (
+        f"[dim]{usage.get('requests', 0)} model calls · {usage.get('tool_calls', 0)} tool "
+        f"calls · {usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out "
+        "tokens[/]"
+    )
+
+
+def print_error(message: str, *, hint: str | None = None) -> None:
+    """Print an error for a person to act on, on standard error."""
+    console = Console(stderr=True, highlight=False)
+    console.print(f"[red bold]error:[/] {escape(message)}")
+    if hint:
+        console.print(escape(hint))
+
+
+def print_hint(message: str) -> None:
+    """Print advice for a person to act on, on standard error."""
+    Console(stderr=True, highlight=False).print(escape(message))
+
+
+def print_note(message: str) -> None:
+    """Print a highlighted note on standard output."""
+    Console(highlight=False).print(f"[bold magenta]{escape(message)}[/]")

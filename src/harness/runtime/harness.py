@@ -1,0 +1,120 @@
+"""`Harness`: the composition root that turns an agent and a task into a run."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from harness.agent.loop import AgentLoop
+from harness.agent.spec import AgentSpec
+from harness.core.events import RunEvent
+from harness.core.ids import new_id
+from harness.core.messages import Message
+from harness.core.results import RunResult
+from harness.gateway.model import Model
+from harness.gateway.profiles import resolve_model
+from harness.runtime.bus import EventBus, RunRecorder
+from harness.runtime.settings import Settings, load_settings
+from harness.tools import Toolset, ToolSpec
+from harness.tools.builtin import builtin_tool
+
+__all__ = ["Harness"]
+
+
+class Harness:
+    """Runs agents: resolves models and tools, numbers events, and fans them out.
+
+    Use it as an async context manager so that model clients it opened are closed.
+
+    Args:
+        settings: Configuration; read from `HARNESS_HOME/harness.toml` when omitted.
+        base_url: Overrides the server address of every model resolved from a string.
+    """
+
+    def __init__(self, settings: Settings | None = None, *, base_url: str | None = None) -> None:
+        self.settings = settings or load_settings()
+        self.bus = EventBus()
+        self._base_url = base_url
+        self._opened: list[Model] = []
+        self._runs: dict[str, RunRecorder] = {}
+
+    async def __aenter__(self) -> Harness:
+        return self
+
+    async def __aexit__(
+        self, *exc: type[BaseException] | BaseException | TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the model clients this harness opened."""
+        for model in self._opened:
+            closer: Callable[[], Any] | None = getattr(model, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await closer()
+        self._opened.clear()
+
+    async def run(
+        self,
+        agent: AgentSpec,
+        task: str,
+        *,
+        stream: bool = False,
+        on_event: Callable[[RunEvent], None] | None = None,
+    ) -> RunResult:
+        """Run `agent` on `task` in this process and return its result.
+
+        Args:
+            agent: The agent to run.
+            task: The user's task, sent as the first user message.
+            stream: Use streaming model responses (text deltas become `model_delta` events).
+            on_event: Called with every event of this run, as it happens.
+        """
+        run_id = new_id("run")
+        recorder = RunRecorder(run_id, self.bus)
+        self._runs[run_id] = recorder
+        unsubscribe = self.bus.subscribe(_only(run_id, on_event)) if on_event else None
+        try:
+            recorder.emit("run_submitted", {"agent": agent.name, "task": task})
+            loop = AgentLoop(
+                agent,
+                model=self._model(agent),
+                toolset=self._toolset(agent),
+                sink=recorder,
+                stream=stream,
+            )
+            messages = [Message.system(agent.instructions), Message.user(task)]
+            return await loop.run(run_id, messages)
+        finally:
+            if unsubscribe:
+                unsubscribe()
+
+    def events(self, run_id: str) -> tuple[RunEvent, ...]:
+        """The events of a run executed by this harness, in order."""
+        return tuple(self._runs[run_id].events)
+
+    def _model(self, agent: AgentSpec) -> Model:
+        if not isinstance(agent.model, str):
+            return agent.model
+        model = resolve_model(agent.model, self.settings.profiles, base_url=self._base_url)
+        self._opened.append(model)
+        return model
+
+    def _toolset(self, agent: AgentSpec) -> Toolset:
+        return Toolset(
+            [
+                t if isinstance(t, ToolSpec) else builtin_tool(t, workspace=agent.workspace)
+                for t in agent.tools
+            ]
+        )
+
+
+def _only(run_id: str, callback: Callable[[RunEvent], None]) -> Callable[[RunEvent], None]:
+    def deliver(event: RunEvent) -> None:
+        if event.run_id == run_id:
+            callback(event)
+
+    return deliver

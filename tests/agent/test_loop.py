@@ -1,0 +1,183 @@
+import asyncio
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from harness.agent import AgentLoop, AgentSpec
+from harness.agent.loop import EMPTY_REPLY_NUDGE
+from harness.core import Limits, Message, RunEvent, RunResult
+from harness.errors import ModelConnectionError, ToolError
+from harness.gateway import Model, ModelRequest
+from harness.runtime.bus import EventBus, RunRecorder
+from harness.testing import FunctionModel, ScriptedModel, call, reply
+from harness.tools import Toolset, tool
+
+
+@tool(side_effects="none")
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def fail_always(reason: str) -> str:
+    """A tool that refuses."""
+    raise ToolError(f"refused: {reason}", hint="ask for something else")
+
+
+async def run(
+    model: Model,
+    *,
+    tools: Sequence[object] = (add,),
+    limits: Limits | None = None,
+    stream: bool = False,
+) -> tuple[list[RunEvent], RunResult]:
+    spec = AgentSpec(name="t", model=model, limits=limits or Limits())
+    recorder = RunRecorder("run_t", EventBus())
+    loop = AgentLoop(
+        spec,
+        model=model,
+        toolset=Toolset(list(tools)),
+        sink=recorder,  # type: ignore[arg-type]
+        stream=stream,
+    )
+    result = await loop.run("run_t", [Message.system("sys"), Message.user("what is 2+3?")])
+    return recorder.events, result
+
+
+def types(events: list[RunEvent]) -> list[str]:
+    return [e.type for e in events]
+
+
+async def test_tool_call_then_final_answer() -> None:
+    model = ScriptedModel([reply(None, call("add", {"a": 2, "b": 3}, id="c1")), reply("5")])
+    events, result = await run(model)
+    assert result.output == "5"
+    assert result.termination == "final_answer"
+    assert result.complete
+    roles = [m.role for m in result.messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    tool_message = result.messages[3]
+    assert (tool_message.tool_call_id, tool_message.content) == ("c1", "5")
+    # the second request carried the assistant tool_calls message before its tool message
+    second = model.requests[1].messages
+    assert second[2].tool_calls[0].id == "c1"
+    assert second[3].tool_call_id == "c1"
+    assert types(events) == [
+        "run_started",
+        "step_started",
+        "model_called",
+        "model_responded",
+        "tool_started",
+        "tool_completed",
+        "step_started",
+        "model_called",
+        "model_responded",
+        "agent_message",
+        "run_finished",
+    ]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert events[-1].payload["output"] == "5"
+    assert result.usage.requests == 2
+    assert result.usage.tool_calls == 1
+
+
+async def test_parallel_calls_each_get_their_own_message_in_order() -> None:
+    calls = [call("add", {"a": i, "b": 1}, id=f"c{i}") for i in range(5)]
+    model = ScriptedModel([reply("adding", *calls), reply("done")])
+    events, result = await run(model)
+    tool_messages = [m for m in result.messages if m.role == "tool"]
+    assert [m.tool_call_id for m in tool_messages] == [f"c{i}" for i in range(5)]
+    assert [m.content for m in tool_messages] == [str(i + 1) for i in range(5)]
+    completed = [e.payload["call_id"] for e in events if e.type == "tool_completed"]
+    assert completed == [f"c{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize(
+    ("bad_call", "status"),
+    [
+        (call("nope", {}, id="x"), "unknown_tool"),
+        (call("add", "{not json", id="x"), "invalid_json"),
+        (call("add", {"a": "two"}, id="x"), "invalid_arguments"),
+        (call("fail_always", {"reason": "no"}, id="x"), "tool_error"),
+    ],
+)
+async def test_every_tool_failure_goes_back_to_the_model_and_the_run_goes_on(
+    bad_call: object, status: str
+) -> None:
+    model = ScriptedModel([reply(None, bad_call), reply("recovered")])  # type: ignore[arg-type]
+    events, result = await run(model, tools=(add, fail_always))
+    assert result.output == "recovered"
+    completed = next(e for e in events if e.type == "tool_completed")
+    assert completed.payload["status"] == status
+    assert completed.payload["ok"] is False
+    seen_by_model = model.requests[1].messages[-1]
+    assert seen_by_model.role == "tool"
+    assert seen_by_model.tool_call_id == "x"
+    assert seen_by_model.content
+
+
+async def test_max_steps_ends_the_run_and_says_so() -> None:
+    model = FunctionModel(lambda r: reply("still working", call("add", {"a": 1, "b": 1})))
+    events, result = await run(model, limits=Limits(max_steps=3))
+    assert result.termination == "max_steps"
+    assert not result.complete
+    assert "max_steps" in result.output
+    assert "3 steps" in result.output
+    assert len(model.requests) == 3
+    assert events[-1].type == "run_finished"
+    assert events[-1].payload["termination"] == "max_steps"
+
+
+async def test_an_empty_reply_is_not_a_final_answer() -> None:
+    model = ScriptedModel([reply(""), reply("   "), reply("real answer")])
+    _, result = await run(model)
+    assert result.output == "real answer"
+    nudges = [m for m in model.requests[2].messages if m.content == EMPTY_REPLY_NUDGE]
+    assert len(nudges) == 2
+
+
+async def test_a_model_error_fails_the_run_with_a_clear_event() -> None:
+    def broken(request: ModelRequest) -> Message:
+        raise ModelConnectionError("cannot reach http://127.0.0.1:9/v1")
+
+    events, result = await run(FunctionModel(broken))
+    assert result.termination == "error"
+    failed = events[-1]
+    assert failed.type == "run_failed"
+    assert failed.payload["error_type"] == "ModelConnectionError"
+    assert "127.0.0.1:9" in failed.payload["error"]
+
+
+async def test_streaming_reports_text_deltas_and_the_same_result() -> None:
+    model = ScriptedModel([reply(None, call("add", {"a": 2, "b": 3})), reply("the sum is five")])
+    events, result = await run(model, stream=True)
+    deltas = "".join(e.payload["text"] for e in events if e.type == "model_delta")
+    assert deltas == "the sum is five"
+    assert result.output == "the sum is five"
+
+
+async def test_tool_results_in_events_are_summaries() -> None:
+    @tool
+    def big() -> str:
+        """Return a lot of text."""
+        return "y" * 10_000
+
+    model = ScriptedModel([reply(None, call("big", {})), reply("ok")])
+    events, result = await run(model, tools=(big,))
+    completed = next(e for e in events if e.type == "tool_completed")
+    assert len(completed.payload["result"]) <= 200
+    assert completed.payload["truncated"] is True
+    tool_message = next(m for m in result.messages if m.role == "tool")
+    assert len(tool_message.content) < 4200
+    assert json.dumps(completed.payload)
+
+
+async def test_cancel_propagates_out_of_the_loop() -> None:
+    model = FunctionModel(lambda r: reply("x"), latency_s=30)
+    task = asyncio.ensure_future(run(model))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

@@ -19,9 +19,13 @@ DEFAULT_INSTRUCTIONS = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class AgentSpec:
-    """The definition of an agent; the same spec can run any number of times."""
+    """The definition of an agent; the same spec can run any number of times.
+
+    Agents compare by identity, so that the runtime can keep per-agent state (such as the
+    compiled toolset) for as long as the agent object lives.
+    """
 
     name: str = "agent"
     """A short name, recorded with every run."""

@@ -14,7 +14,7 @@ from harness.runtime.harness import Harness
 __all__ = ["Agent"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Agent(AgentSpec):
     """An agent: model, instructions, tools and limits, with one-shot `run` helpers.
 

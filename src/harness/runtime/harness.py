@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from harness.agent.loop import AgentLoop
 from harness.agent.spec import AgentSpec
@@ -39,6 +40,7 @@ class Harness:
         self._base_url = base_url
         self._opened: list[Model] = []
         self._runs: dict[str, RunRecorder] = {}
+        self._toolsets: WeakKeyDictionary[AgentSpec, Toolset] = WeakKeyDictionary()
 
     async def __aenter__(self) -> Harness:
         return self
@@ -104,12 +106,14 @@ class Harness:
         return model
 
     def _toolset(self, agent: AgentSpec) -> Toolset:
-        return Toolset(
-            [
+        toolset = self._toolsets.get(agent)
+        if toolset is None:
+            toolset = Toolset(
                 t if isinstance(t, ToolSpec) else builtin_tool(t, workspace=agent.workspace)
                 for t in agent.tools
-            ]
-        )
+            )
+            self._toolsets[agent] = toolset
+        return toolset
 
 
 def _only(run_id: str, callback: Callable[[RunEvent], None]) -> Callable[[RunEvent], None]:

@@ -21,7 +21,7 @@ from harness.tools.validation import (
     ArgumentsValidator,
     InvalidArguments,
     Violation,
-    check_schema,
+    validator_for,
 )
 
 __all__ = ["ToolOutcome", "ToolStatus", "Toolset"]
@@ -93,9 +93,8 @@ class Toolset:
                 raise ToolDefinitionError(
                     f"Two tools are named {spec.name!r}; tool names must be unique."
                 )
-            check_schema(spec.parameters, tool_name=spec.name)
             self._specs[spec.name] = spec
-            self._validators[spec.name] = ArgumentsValidator(spec.parameters)
+            self._validators[spec.name] = validator_for(spec.parameters, tool_name=spec.name)
         self._definitions = tuple(spec.definition() for spec in self._specs.values())
         self._clock = clock or SystemClock()
 

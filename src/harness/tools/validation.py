@@ -6,8 +6,10 @@ importing harness stays fast.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import ToolDefinitionError, ToolError
@@ -16,7 +18,14 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError  # noqa: TID251
     from jsonschema.protocols import Validator  # noqa: TID251
 
-__all__ = ["ArgumentsValidator", "InvalidArguments", "Violation", "check_schema", "json_path"]
+__all__ = [
+    "ArgumentsValidator",
+    "InvalidArguments",
+    "Violation",
+    "check_schema",
+    "json_path",
+    "validator_for",
+]
 
 _MESSAGE_CHARS: Final = 240
 
@@ -115,6 +124,29 @@ class ArgumentsValidator:
         """
         errors = sorted(self._validator.iter_errors(arguments), key=_error_order)
         return [_violation(error) for error in errors]
+
+
+def validator_for(schema: Mapping[str, Any], *, tool_name: str) -> ArgumentsValidator:
+    """Check `schema` and compile a validator for it, once per distinct schema.
+
+    Toolsets are built for every run; checking a schema against the meta-schema costs far
+    more than a whole agent step, so checked, compiled validators are shared.
+
+    Raises:
+        ToolDefinitionError: The schema is not valid draft 2020-12.
+    """
+    try:
+        key = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ToolDefinitionError(f"Tool {tool_name!r}: the schema is not JSON: {exc}") from exc
+    return _compiled(key, tool_name)
+
+
+@lru_cache(maxsize=1024)
+def _compiled(key: str, tool_name: str) -> ArgumentsValidator:
+    schema = json.loads(key)
+    check_schema(schema, tool_name=tool_name)
+    return ArgumentsValidator(schema)
 
 
 def _error_order(error: ValidationError) -> tuple[int, str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.agent.spec import AgentSpec
+from harness.agent.tool_calls import ToolCallRunner
 from harness.core.codec import usage_to_dict
 from harness.core.events import EventSink, EventType, summarize
 from harness.core.ids import new_id
@@ -19,7 +20,9 @@ from harness.core.messages import Message, ToolCall
 from harness.core.results import RunResult, TerminationReason
 from harness.core.usage import Usage
 from harness.gateway.model import Model, ModelRequest, ModelResponse, ResponseDone, TextDelta
-from harness.tools import ToolOutcome, Toolset
+from harness.tools import MemoryResultStore, ResultStore, ToolContext, Toolset
+from harness.tools.approvals import ApprovalHandler
+from harness.tools.audit import AuditLog
 
 __all__ = ["EMPTY_REPLY_NUDGE", "AgentLoop"]
 
@@ -46,6 +49,9 @@ class AgentLoop:
         toolset: The agent's tools.
         sink: Receives every event of the run.
         stream: Use streaming responses and report text deltas as `model_delta` events.
+        approver: Decides calls that need approval; without one they are denied.
+        audit: Receives one record per tool call.
+        results: Keeps the full text of results the model sees only in part.
     """
 
     def __init__(
@@ -56,13 +62,28 @@ class AgentLoop:
         toolset: Toolset,
         sink: EventSink,
         stream: bool = False,
+        approver: ApprovalHandler | None = None,
+        audit: AuditLog | None = None,
+        results: ResultStore | None = None,
     ) -> None:
         self._spec, self._model, self._toolset = spec, model, toolset
         self._sink, self._stream = sink, stream
+        self._approver, self._audit = approver, audit
+        self._results = results or MemoryResultStore()
+        self._tools: ToolCallRunner
 
     async def run(self, run_id: str, messages: list[Message]) -> RunResult:
         """Run the loop on `messages` (system prompt and task first); never raises but cancel."""
         state = _State(run_id=run_id, messages=messages, started=time.monotonic())
+        context = ToolContext(run_id=run_id, workspace=self._spec.workspace, results=self._results)
+        self._tools = ToolCallRunner(
+            self._toolset,
+            self._sink,
+            policy=self._spec.approvals,
+            approver=self._approver,
+            audit=self._audit,
+            context=context,
+        )
         self._emit(
             "run_started",
             agent=self._spec.name,
@@ -169,31 +190,8 @@ class AgentLoop:
             self._emit(
                 "agent_message", step=state.step, content=state.messages[-1].content, final=False
             )
-        for call in calls:
-            self._emit(
-                "tool_started",
-                step=state.step,
-                call_id=call.id,
-                tool=call.name,
-                arguments=summarize(call.arguments),
-            )
-        limits = self._spec.limits
-        outcomes: list[ToolOutcome] = await asyncio.gather(
-            *(self._toolset.execute(call, limits=limits) for call in calls)
-        )
-        for outcome in outcomes:
-            state.messages.append(outcome.message)
-            self._emit(
-                "tool_completed",
-                step=state.step,
-                call_id=outcome.call.id,
-                tool=outcome.call.name,
-                status=outcome.status,
-                ok=outcome.ok,
-                result=summarize(outcome.output),
-                truncated=outcome.truncated,
-                duration_s=round(outcome.duration_s, 6),
-            )
+        outcomes = await self._tools.run(state.step, calls, self._spec.limits)
+        state.messages.extend(outcome.message for outcome in outcomes)
         state.usage += Usage(tool_calls=len(calls))
 
     def _stopped_report(self, state: _State, reason: TerminationReason) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.core.usage import Limits
 from harness.gateway.model import Model, ModelSettings
 from harness.tools import ToolSpec
+from harness.tools.approvals import ApprovalPolicy
 
 __all__ = ["DEFAULT_INSTRUCTIONS", "AgentSpec"]
 
@@ -41,3 +42,5 @@ class AgentSpec:
     """Sampling settings sent with every model request."""
     workspace: Path | None = None
     """Directory the built-in tools work in; `None` is the current directory."""
+    approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """Which tool calls run on their own, wait for a person, or never run."""

@@ -98,6 +98,86 @@ def demo() -> None:
 
 
 @app.command()
+def approve(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="The run id.")],
+    call_id: Annotated[str, typer.Argument(metavar="CALL", help="The tool call id.")],
+) -> None:
+    """Let a tool call that is waiting for approval run."""
+    _decide(run_id, call_id, approved=True, reason=None)
+
+
+@app.command()
+def deny(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="The run id.")],
+    call_id: Annotated[str, typer.Argument(metavar="CALL", help="The tool call id.")],
+    reason: Annotated[str, typer.Option(help="Why; the model is told.")] = "denied by the user",
+) -> None:
+    """Refuse a tool call that is waiting for approval; the model gets the reason."""
+    _decide(run_id, call_id, approved=False, reason=reason)
+
+
+@app.command()
+def approvals() -> None:
+    """List the tool calls waiting for approval."""
+    from harness.runtime.approvals import ApprovalInbox
+
+    pending = ApprovalInbox(load_settings().home).pending()
+    for request in pending:
+        typer.echo(f"{request.run_id} {request.call_id} {request.tool} {request.arguments}")
+    if not pending:
+        typer.echo("No tool call is waiting for approval.")
+
+
+@app.command()
+def audit(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="The run id.")],
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON record per line.")] = False,
+) -> None:
+    """Show the audit record of every tool call of a run."""
+    from harness.tools.audit import JsonlAuditLog
+
+    records = JsonlAuditLog(load_settings().home / "audit.jsonl").for_run(run_id)
+    for record in records:
+        if json_output:
+            typer.echo(record.to_json())
+        else:
+            typer.echo(
+                f"{record.call_id} {record.tool} {record.status} decision={record.decision} "
+                f"by={record.decided_by} sandbox={record.sandbox or '-'} "
+                f"exit={record.exit_code} {record.duration_s:.3f}s {record.arguments[:80]}"
+            )
+    if not records:
+        _fail(f"no audit records for run {run_id}")
+
+
+workspace_app = typer.Typer(help="Workspaces the bash sandbox can use.", no_args_is_help=True)
+app.add_typer(workspace_app, name="workspace")
+
+
+@workspace_app.command("new")
+def workspace_new() -> None:
+    """Create an empty workspace owned by the sandbox user and print its path."""
+    from harness.tools.sandbox import make_workspace
+
+    typer.echo(make_workspace())
+
+
+def _decide(run_id: str, call_id: str, *, approved: bool, reason: str | None) -> None:
+    import getpass
+
+    from harness.runtime.approvals import ApprovalInbox
+
+    try:
+        request = ApprovalInbox(load_settings().home).decide(
+            run_id, call_id, approved=approved, by=f"user:{getpass.getuser()}", reason=reason
+        )
+    except ConfigError as exc:
+        _fail(str(exc))
+    verb = "approved" if approved else "denied"
+    typer.echo(f"{verb}: {request.tool} {request.arguments} (run {run_id}, call {call_id})")
+
+
+@app.command()
 def version() -> None:
     """Print the version of harness."""
     from harness import __version__

@@ -7,6 +7,7 @@ events, argument validation, and the bash tool working on files in a demo worksp
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 from pathlib import Path
@@ -19,6 +20,9 @@ from harness.gateway.model import ModelRequest
 from harness.gateway.scripted import FunctionModel, call, reply
 from harness.runtime.harness import Harness
 from harness.runtime.settings import load_settings
+from harness.tools import bash_tool
+from harness.tools.approvals import ApprovalDecision, ApprovalRequest
+from harness.tools.sandbox import Sandbox
 
 __all__ = ["DEMO_TASK", "demo_model", "prepare_workspace", "run_demo"]
 
@@ -34,9 +38,7 @@ _FILES = {
 
 
 def prepare_workspace(root: Path) -> Path:
-    """Create a fresh small project for the demo to explore."""
-    if root.exists():
-        shutil.rmtree(root)
+    """Fill `root` with a small project for the demo to explore."""
     for name, text in _FILES.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -44,12 +46,33 @@ def prepare_workspace(root: Path) -> Path:
     return root
 
 
+def _workspace(sandbox: Sandbox, home: Path) -> Path:
+    if sandbox.probe().available:
+        return sandbox.prepare_workspace(prepare_workspace(sandbox.make_workspace()))
+    root = home.resolve() / "demo-workspace"
+    if root.exists():
+        shutil.rmtree(root)
+    return prepare_workspace(root)
+
+
+async def _approve_scripted_commands(request: ApprovalRequest) -> ApprovalDecision:
+    """Without a sandbox, only the demo's own fixed commands may run on the host."""
+    command = json.loads(request.arguments).get("command", "")
+    allowed = command in _SCRIPTED_COMMANDS
+    return ApprovalDecision(approved=allowed, by="demo", reason=None if allowed else "not scripted")
+
+
+_LIST = "find . -name '*.py' | sort"
+_COUNT = "wc -l $(find . -name '*.py') | sort -n"
+_SCRIPTED_COMMANDS = frozenset({_LIST, _COUNT})
+
+
 def _script(request: ModelRequest) -> Message:
     results = [m for m in request.messages if m.role == "tool"]
     if not results:
         return reply(
             "I'll list the Python files first.",
-            call("bash", {"command": "find . -name '*.py' | sort"}),
+            call("bash", {"command": _LIST}),
         )
     if len(results) == 1:
         # A deliberate mistake: the argument is called `command`, not `cmd`.
@@ -59,7 +82,7 @@ def _script(request: ModelRequest) -> Message:
     if len(results) == 2:
         return reply(
             "The tool says the argument is named `command`; retrying with it.",
-            call("bash", {"command": "wc -l $(find . -name '*.py') | sort -n"}),
+            call("bash", {"command": _COUNT}),
         )
     return reply(_answer(results[-1].content or ""))
 
@@ -85,14 +108,24 @@ def demo_model() -> FunctionModel:
 def run_demo() -> int:
     """Run the demo and return the process exit code."""
     settings = load_settings()
-    workspace = prepare_workspace(settings.home.resolve() / "demo-workspace")
+    sandbox = Sandbox()
+    status = sandbox.probe()
+    workspace = _workspace(sandbox, settings.home)
     print_note(
         "harness demo: the model is SCRIPTED (its replies are fixed in harness/cli/demo.py);"
         " the loop, the runtime, validation and the bash tool are real."
     )
-    print_note(f"workspace: {workspace}")
-    agent = AgentSpec(name="demo", model=demo_model(), tools=["bash"], workspace=workspace)
-    result = asyncio.run(_run(Harness(settings), agent))
+    if status.available:
+        print_note(f"bash runs in the bubblewrap sandbox; workspace: {workspace}")
+    else:
+        print_note(
+            f"No sandbox works here ({status.detail.strip()}); fix: {status.fix}. The demo "
+            f"runs its two fixed commands on the host, in {workspace}, each approved by the demo."
+        )
+    bash = bash_tool(cwd=workspace, sandbox=sandbox, allow_unsandboxed=not status.available)
+    agent = AgentSpec(name="demo", model=demo_model(), tools=[bash], workspace=workspace)
+    harness = Harness(settings, approver=_approve_scripted_commands)
+    result = asyncio.run(_run(harness, agent))
     print_note(
         'Next: point it at a real model, e.g. `harness run "..."` with llama.cpp on '
         'port 8080, or `harness run --model openai:MODEL --base-url URL "..."`.'

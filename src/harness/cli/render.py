@@ -39,6 +39,9 @@ class LiveRenderer:
 
     def __call__(self, event: RunEvent) -> None:
         """Print one event, if it is one a person wants to see."""
+        if event.type == "approval_requested":
+            self._approval_requested(event.run_id, event.payload)
+            return
         handler = getattr(self, f"_on_{event.type}", None)
         if handler is not None:
             handler(event.payload)
@@ -83,6 +86,23 @@ class LiveRenderer:
         self._print(
             f"  [{style}]{mark}[/]{status} [dim]({p['duration_s']:.2f} s)[/] {escape(p['result'])}"
         )
+
+    def _approval_requested(self, run_id: str, p: Mapping[str, Any]) -> None:
+        call = p["call_id"]
+        self._print(
+            f"  [magenta bold]⏸ approval needed[/] for {escape(p['tool'])} "
+            f"{escape(p['arguments'])}"
+            + (f" [dim]({escape(p['reason'])})[/]" if p.get("reason") else "")
+        )
+        self._print(
+            f"    from another terminal: [bold]harness approve {run_id} {call}[/]  or  "
+            f'[bold]harness deny {run_id} {call} --reason "..."[/]'
+        )
+
+    def _on_approval_decided(self, p: dict[str, Any]) -> None:
+        verdict = "[green]approved[/]" if p["approved"] else "[red]denied[/]"
+        reason = f": {escape(p['reason'])}" if p.get("reason") else ""
+        self._print(f"  {verdict} by {escape(p['by'])}{reason}")
 
     def _on_run_finished(self, p: dict[str, Any]) -> None:
         title = "final answer" if p["complete"] else f"stopped: {p['termination']}"

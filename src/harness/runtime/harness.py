@@ -16,9 +16,19 @@ from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.gateway.model import Model
 from harness.gateway.profiles import resolve_model
+from harness.runtime.approvals import ApprovalInbox
 from harness.runtime.bus import EventBus, RunRecorder
 from harness.runtime.settings import Settings, load_settings
-from harness.tools import Toolset, ToolSpec
+from harness.tools import (
+    READ_RESULT,
+    ApprovalHandler,
+    AuditLog,
+    JsonlAuditLog,
+    MemoryResultStore,
+    Toolset,
+    ToolSpec,
+    read_result_tool,
+)
 from harness.tools.builtin import builtin_tool
 
 __all__ = ["Harness"]
@@ -32,11 +42,24 @@ class Harness:
     Args:
         settings: Configuration; read from `HARNESS_HOME/harness.toml` when omitted.
         base_url: Overrides the server address of every model resolved from a string.
+        approver: Decides tool calls that need approval; by default they wait in the
+            `HARNESS_HOME/approvals` inbox for `harness approve` or `harness deny`.
+        audit: Receives one record per tool call; by default `HARNESS_HOME/audit.jsonl`.
     """
 
-    def __init__(self, settings: Settings | None = None, *, base_url: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        base_url: str | None = None,
+        approver: ApprovalHandler | None = None,
+        audit: AuditLog | None = None,
+    ) -> None:
         self.settings = settings or load_settings()
         self.bus = EventBus()
+        self.approver: ApprovalHandler = approver or ApprovalInbox(self.settings.home)
+        self.audit: AuditLog = audit or JsonlAuditLog(self.settings.home / "audit.jsonl")
+        self.results = MemoryResultStore()
         self._base_url = base_url
         self._opened: list[Model] = []
         self._runs: dict[str, RunRecorder] = {}
@@ -87,6 +110,9 @@ class Harness:
                 toolset=self._toolset(agent),
                 sink=recorder,
                 stream=stream,
+                approver=self.approver,
+                audit=self.audit,
+                results=self.results,
             )
             messages = [Message.system(agent.instructions), Message.user(task)]
             return await loop.run(run_id, messages)
@@ -108,10 +134,13 @@ class Harness:
     def _toolset(self, agent: AgentSpec) -> Toolset:
         toolset = self._toolsets.get(agent)
         if toolset is None:
-            toolset = Toolset(
+            specs = [
                 t if isinstance(t, ToolSpec) else builtin_tool(t, workspace=agent.workspace)
                 for t in agent.tools
-            )
+            ]
+            if specs and all(spec.name != READ_RESULT for spec in specs):
+                specs.append(read_result_tool())
+            toolset = Toolset(specs)
             self._toolsets[agent] = toolset
         return toolset
 

@@ -6,25 +6,50 @@ turns every failure into a `tool` message the model can act on.
 """
 
 from harness.errors import ToolError
+from harness.tools.approvals import (
+    ApprovalDecision,
+    ApprovalHandler,
+    ApprovalPolicy,
+    ApprovalRequest,
+    ApprovalRule,
+)
+from harness.tools.audit import AuditLog, AuditRecord, JsonlAuditLog, MemoryAuditLog
 from harness.tools.builtin import bash_tool
+from harness.tools.builtin.read_result import read_result_tool
+from harness.tools.context import MemoryResultStore, ResultStore, ToolContext, ToolResult
 from harness.tools.decorator import tool
 from harness.tools.results import NO_OUTPUT, render_result, truncate
 from harness.tools.spec import Approval, SideEffects, ToolSpec
-from harness.tools.toolset import ToolOutcome, Toolset, ToolStatus
+from harness.tools.toolset import READ_RESULT, ToolOutcome, Toolset, ToolStatus
 from harness.tools.validation import InvalidArguments, Violation
 
 __all__ = [
     "NO_OUTPUT",
+    "READ_RESULT",
     "Approval",
+    "ApprovalDecision",
+    "ApprovalHandler",
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "ApprovalRule",
+    "AuditLog",
+    "AuditRecord",
     "InvalidArguments",
+    "JsonlAuditLog",
+    "MemoryAuditLog",
+    "MemoryResultStore",
+    "ResultStore",
     "SideEffects",
+    "ToolContext",
     "ToolError",
     "ToolOutcome",
+    "ToolResult",
     "ToolSpec",
     "ToolStatus",
     "Toolset",
     "Violation",
     "bash_tool",
+    "read_result_tool",
     "render_result",
     "tool",
     "truncate",

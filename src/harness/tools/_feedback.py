@@ -203,3 +203,11 @@ def _quote(name: str) -> str:
 
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def more_available(call_id: str, total: int) -> str:
+    """The line that tells the model how to read the rest of a long result."""
+    return (
+        f"[The full result has {total:,} characters. To read more, call read_result with "
+        f'call_id="{call_id}" and an offset (a character position).]'
+    )

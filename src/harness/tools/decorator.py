@@ -86,6 +86,7 @@ def tool(
             approval=approval,
             max_result_chars=max_result_chars,
             coerce=schema.coerce,
+            context_param=schema.context_param,
         )
 
     return make if function is None else make(function)

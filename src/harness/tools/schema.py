@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, cast
 
 from harness.errors import ToolDefinitionError
 from harness.tools._schema_clean import clean_schema
+from harness.tools.context import ToolContext
 from harness.tools.spec import Coercer
 from harness.tools.validation import InvalidArguments, Violation, json_path
 
@@ -39,6 +40,8 @@ class FunctionSchema:
     """JSON Schema (draft 2020-12) of the arguments object."""
     coerce: Coercer
     """Turns validated JSON arguments into the annotated Python values."""
+    context_param: str | None = None
+    """The parameter annotated `ToolContext`, left out of the schema and injected."""
 
 
 def function_schema(
@@ -66,7 +69,10 @@ def function_schema(
     hints = _type_hints(function, label)
     fields: dict[str, Any] = {}
     names: dict[str, str] = {}
+    context_param = next((p.name for p in parameters if hints.get(p.name) is ToolContext), None)
     for index, parameter in enumerate(parameters):
+        if parameter.name == context_param:
+            continue
         if parameter.name not in hints:
             raise ToolDefinitionError(
                 f"Tool function {label!r}: parameter {parameter.name!r} has no type "
@@ -77,7 +83,9 @@ def function_schema(
         names[f"p{index}"] = parameter.name
     model = _model(function, label, fields, hints)
     return FunctionSchema(
-        parameters=clean_schema(_json_schema(model, label, hints)), coerce=_coercer(model, names)
+        parameters=clean_schema(_json_schema(model, label, hints)),
+        coerce=_coercer(model, names),
+        context_param=context_param,
     )
 
 
@@ -169,7 +177,11 @@ def _json_schema(model: type[BaseModel], label: str, hints: dict[str, Any]) -> d
 def _type_error(label: str, hints: dict[str, Any], exc: Exception) -> ToolDefinitionError:
     """Name the parameter whose type pydantic could not turn into a schema."""
     name, hint = next(
-        ((name, hint) for name, hint in hints.items() if name != "return" and not _works(hint)),
+        (
+            (name, hint)
+            for name, hint in hints.items()
+            if name != "return" and hint is not ToolContext and not _works(hint)
+        ),
         ("?", None),
     )
     reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

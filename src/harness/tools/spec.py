@@ -51,6 +51,8 @@ class ToolSpec:
     """Whether calls need a human decision first."""
     max_result_chars: int | None = None
     """Characters of the result the model sees; `None` uses `Limits.max_result_chars`."""
+    context_param: str | None = field(default=None, repr=False, compare=False)
+    """Name of the parameter that receives the `ToolContext`, if the function takes one."""
     coerce: Coercer | None = field(default=None, repr=False, compare=False)
     """Converts validated arguments to Python values (e.g. dicts to pydantic models).
 

@@ -6,15 +6,16 @@ import asyncio
 import inspect
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Literal, cast
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal, cast
 
 from harness.core.clock import Clock, SystemClock
 from harness.core.messages import Message, ToolCall, ToolDefinition
 from harness.core.usage import Limits
 from harness.errors import ApprovalRequired, ToolDefinitionError, ToolError
 from harness.tools import _feedback
+from harness.tools.context import ToolContext, ToolResult
 from harness.tools.results import render_result, truncate
 from harness.tools.spec import ToolSpec
 from harness.tools.validation import (
@@ -24,7 +25,10 @@ from harness.tools.validation import (
     validator_for,
 )
 
-__all__ = ["ToolOutcome", "ToolStatus", "Toolset"]
+__all__ = ["READ_RESULT", "ToolOutcome", "ToolStatus", "Toolset"]
+
+READ_RESULT: Final = "read_result"
+"""The built-in tool that pages through results the model saw only in part."""
 
 ToolStatus = Literal[
     "ok",
@@ -34,6 +38,7 @@ ToolStatus = Literal[
     "tool_error",
     "tool_crash",
     "tool_timeout",
+    "denied",
 ]
 """How a tool call ended; every status but `ok` is a failure the model was told about."""
 
@@ -54,6 +59,8 @@ class ToolOutcome:
     """Whether `message` shows less than `output`."""
     duration_s: float
     """Seconds from the start of `execute` to its end."""
+    metadata: Mapping[str, Any] = field(default_factory=lambda: {})
+    """Facts the tool reported beside its text (`ToolResult.metadata`), for the audit log."""
 
     @property
     def ok(self) -> bool:
@@ -96,6 +103,11 @@ class Toolset:
             self._specs[spec.name] = spec
             self._validators[spec.name] = validator_for(spec.parameters, tool_name=spec.name)
         self._definitions = tuple(spec.definition() for spec in self._specs.values())
+        self._signatures = {
+            spec.name: signature
+            for spec in self._specs.values()
+            if spec.coerce is None and (signature := _signature(spec.function)) is not None
+        }
         self._clock = clock or SystemClock()
 
     def definitions(self) -> tuple[ToolDefinition, ...]:
@@ -120,12 +132,16 @@ class Toolset:
     def __contains__(self, name: object) -> bool:
         return name in self._specs
 
-    async def execute(self, call: ToolCall, *, limits: Limits) -> ToolOutcome:
+    async def execute(
+        self, call: ToolCall, *, limits: Limits, context: ToolContext | None = None
+    ) -> ToolOutcome:
         """Run one tool call; every failure becomes a message the model can act on.
 
         Args:
             call: The call as the model made it; its name and arguments may be invalid.
             limits: Supplies the timeout and result size for tools that set none.
+            context: Handed to tools that take a `ToolContext`; its result store keeps the
+                full text of results the model sees only in part.
 
         Returns:
             The outcome, whose `tool` message answers `call.id`.
@@ -135,19 +151,46 @@ class Toolset:
             ApprovalRequired: The tool asked for a human decision before it goes on.
         """
         started = self._clock.monotonic()
+        context = replace(context or ToolContext(), call_id=call.id)
         spec = self._specs.get(call.name)
         if spec is None:
             text = _feedback.unknown_tool(call.name, self.names)
-            return self._outcome(call, "unknown_tool", text, started, limits.max_result_chars)
-        status, text = await self._run(spec, call.arguments, limits)
-        limit = spec.max_result_chars or limits.max_result_chars
-        return self._outcome(call, status, text, started, limit)
+            return self.outcome(call, "unknown_tool", text, limits=limits, started=started)
+        status, result = await self._run(spec, call.arguments, limits, context)
+        text, metadata = _split(result)
+        return self.outcome(
+            call, status, text, limits=limits, started=started, context=context, metadata=metadata
+        )
 
-    async def _run(self, spec: ToolSpec, arguments: str, limits: Limits) -> tuple[ToolStatus, str]:
+    def check(self, call: ToolCall, *, limits: Limits) -> ToolOutcome | None:
+        """The failed outcome `call` would have without running, or `None` if it is valid.
+
+        Used to settle unknown tools and bad arguments before anyone is asked to approve.
+        """
+        spec = self._specs.get(call.name)
+        if spec is None:
+            return self.outcome(
+                call, "unknown_tool", _feedback.unknown_tool(call.name, self.names), limits=limits
+            )
+        try:
+            self._arguments(spec, call.arguments)
+        except _Rejected as rejected:
+            return self.outcome(call, rejected.status, rejected.text, limits=limits)
+        except InvalidArguments as exc:
+            text = _feedback.invalid_arguments(spec, exc.violations, exc.hint)
+            return self.outcome(call, "invalid_arguments", text, limits=limits)
+        return None
+
+    async def _run(
+        self, spec: ToolSpec, arguments: str, limits: Limits, context: ToolContext
+    ) -> tuple[ToolStatus, str | ToolResult]:
         timeout = spec.timeout or limits.tool_timeout
         try:
             kwargs = self._arguments(spec, arguments)
-            return "ok", render_result(await _invoke(spec.function, kwargs, timeout))
+            if spec.context_param:
+                kwargs[spec.context_param] = context
+            value = await _invoke(spec.function, kwargs, timeout)
+            return "ok", value if isinstance(value, ToolResult) else render_result(value)
         except _Rejected as rejected:
             return rejected.status, rejected.text
         except _TimedOut:
@@ -173,20 +216,70 @@ class Toolset:
             violations = [_too_deep()]
         if violations:
             raise _Rejected("invalid_arguments", _feedback.invalid_arguments(spec, violations))
-        return spec.coerce(decoded) if spec.coerce else decoded
+        if spec.coerce:
+            return spec.coerce(decoded)
+        self._check_binding(spec, decoded)
+        return decoded
 
-    def _outcome(
-        self, call: ToolCall, status: ToolStatus, text: str, started: float, limit: int
+    def _check_binding(self, spec: ToolSpec, arguments: dict[str, Any]) -> None:
+        """A schema may allow keys that the function cannot take: reject them, not crash."""
+        signature = self._signatures.get(spec.name)
+        if signature is None:
+            return
+        try:
+            signature.bind(**arguments)
+        except TypeError as exc:
+            violation = Violation(path="$", message=f"not accepted by the tool: {exc}")
+            raise _Rejected(
+                "invalid_arguments", _feedback.invalid_arguments(spec, [violation])
+            ) from None
+
+    def outcome(
+        self,
+        call: ToolCall,
+        status: ToolStatus,
+        text: str,
+        *,
+        limits: Limits,
+        started: float | None = None,
+        context: ToolContext | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> ToolOutcome:
+        """The outcome of `call` with result `text`, truncated for the model as needed.
+
+        When the text is too long and `context` has a result store, the full text is kept
+        there and the model is told how to read the rest with `read_result`.
+        """
+        spec = self._specs.get(call.name)
+        limit = (spec.max_result_chars if spec else None) or limits.max_result_chars
         shown, cut = truncate(text, limit)
+        if cut and context is not None and READ_RESULT in self._specs:
+            context.results.save(context.run_id, call.id, text)
+            note = _feedback.more_available(call.id, len(text))
+            shown = truncate(text, max(1, limit - len(note) - 1))[0] + "\n" + note
+        elapsed = 0.0 if started is None else self._clock.monotonic() - started
         return ToolOutcome(
             call=call,
             message=Message.tool(call.id, shown, name=call.name),
             status=status,
             output=text,
             truncated=cut > 0,
-            duration_s=max(0.0, self._clock.monotonic() - started),
+            duration_s=max(0.0, elapsed),
+            metadata=metadata or {},
         )
+
+
+def _signature(function: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+
+
+def _split(result: str | ToolResult) -> tuple[str, Mapping[str, Any]]:
+    if isinstance(result, ToolResult):
+        return result.text, result.metadata
+    return result, {}
 
 
 def _decode(spec: ToolSpec, arguments: str) -> object:

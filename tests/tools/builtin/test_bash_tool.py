@@ -1,4 +1,9 @@
-"""The `bash` tool, run for real through a `Toolset`."""
+"""The `bash` tool's host runner (the explicit opt-out of the sandbox), run through a `Toolset`.
+
+The sandboxed path is tested in test_bash_sandboxed.py; here the sandbox is made
+unavailable on purpose (a bwrap path that does not exist) and unsandboxed commands are
+allowed, so that the process handling of the host runner is tested on its own.
+"""
 
 import asyncio
 import json
@@ -14,12 +19,18 @@ from harness.core import Limits, ToolCall
 from harness.errors import ToolDefinitionError
 from harness.tools import ToolOutcome, Toolset, bash_tool
 from harness.tools.builtin import builtin_tool, clean_output
+from harness.tools.builtin.bash import WARNING_UNSANDBOXED
+from harness.tools.sandbox import Sandbox
 
 LIMITS = Limits(tool_timeout=1.0, max_result_chars=100)
 """Deliberately tight: the bash tool must bring its own timeout and result size."""
 
 
+NO_SANDBOX = Sandbox(bwrap="/nonexistent/bwrap")
+
+
 async def bash(command: str, **options: object) -> ToolOutcome:
+    options = {"sandbox": NO_SANDBOX, "allow_unsandboxed": True, **options}
     toolset = Toolset([bash_tool(**options)])  # type: ignore[arg-type]
     call = ToolCall(id="call_1", name="bash", arguments=json.dumps({"command": command}))
     outcome = await toolset.execute(call, limits=LIMITS)
@@ -28,8 +39,22 @@ async def bash(command: str, **options: object) -> ToolOutcome:
 
 
 def content(outcome: ToolOutcome) -> str:
+    """The text the model saw, less the warning line every unsandboxed result ends with."""
     assert outcome.message.content is not None
-    return outcome.message.content
+    return outcome.message.content.removesuffix("\n" + WARNING_UNSANDBOXED)
+
+
+async def test_every_unsandboxed_result_says_so_and_the_audit_facts_say_none() -> None:
+    outcome = await bash("echo hi")
+    assert outcome.message.content == "hi\n[exit code 0]\n" + WARNING_UNSANDBOXED
+    assert outcome.metadata["sandbox"] == "none"
+    assert outcome.metadata["exit_code"] == 0
+
+
+def test_unsandboxed_and_network_calls_need_approval() -> None:
+    assert bash_tool().approval == "auto"
+    assert bash_tool(allow_unsandboxed=True).approval == "ask"
+    assert bash_tool(network=True).approval == "ask"
 
 
 def test_spec() -> None:
@@ -205,7 +230,7 @@ async def test_terminated_by_a_signal() -> None:
 async def test_cancelling_the_call_kills_the_command(
     pid_file: Path, read_pids: Callable[[], list[int]], gone_soon: Callable[[int], bool]
 ) -> None:
-    toolset = Toolset([bash_tool()])
+    toolset = Toolset([bash_tool(sandbox=NO_SANDBOX, allow_unsandboxed=True)])
     call = ToolCall(
         id="c",
         name="bash",
@@ -222,12 +247,10 @@ async def test_cancelling_the_call_kills_the_command(
     assert gone_soon(read_pids()[0])
 
 
-async def test_builtin_tool_by_name(tmp_path: Path) -> None:
+def test_builtin_tool_by_name(tmp_path: Path) -> None:
     spec = builtin_tool("bash", workspace=tmp_path)
-    outcome = await Toolset([spec]).execute(
-        ToolCall(id="x", name="bash", arguments='{"command": "pwd"}'), limits=LIMITS
-    )
-    assert content(outcome) == f"{tmp_path}\n[exit code 0]"
+    assert spec.name == "bash"
+    assert f"in {tmp_path}" in spec.description
 
 
 def test_unknown_builtin_tool() -> None:

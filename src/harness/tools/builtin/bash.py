@@ -1,7 +1,10 @@
-"""The `bash` tool: run a shell command, report its output and how it ended.
+"""The `bash` tool: run a shell command in the sandbox, report its output and how it ended.
 
-This first version runs commands directly on the host, in their own process group. The
-sandboxed version of DESIGN.md §6 (bubblewrap, rlimits, audit log) builds on it.
+By default every command runs in the bubblewrap sandbox (`harness.tools.sandbox`): no
+network, a read-only system, the workspace as the only writable place, rlimits, and every
+process killed when the call ends. Without a working sandbox the tool refuses, and says how
+to fix that, unless the user explicitly allows unsandboxed commands; each of those then
+needs approval.
 """
 
 from __future__ import annotations
@@ -11,15 +14,18 @@ import re
 import shutil
 import signal
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from harness.errors import ToolError
-from harness.tools.builtin._process import ProcessResult, run_process
-from harness.tools.results import truncate
+from harness.errors import ConfigError, ToolError
+from harness.tools.builtin._process import Ending, ProcessResult, run_process
+from harness.tools.context import ToolResult
+from harness.tools.results import NO_OUTPUT
+from harness.tools.sandbox import Sandbox, SandboxLimits, SandboxResult
 from harness.tools.spec import ToolSpec
 
-__all__ = ["bash_tool", "clean_output"]
+__all__ = ["WARNING_UNSANDBOXED", "bash_tool", "clean_output"]
 
 _TIMEOUT_MARGIN_S: Final = 10.0
 """Extra time the tool call gets beyond the command's own timeout, so that the tool
@@ -56,59 +62,128 @@ def bash_tool(
     timeout: float = 120.0,
     max_result_chars: int = 4000,
     env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+    network: bool = False,
+    allow_unsandboxed: bool = False,
+    limits: SandboxLimits | None = None,
 ) -> ToolSpec:
-    """Make the `bash` tool, which runs one shell command per call.
+    """Make the `bash` tool, which runs one shell command per call, sandboxed.
 
-    Each call runs `bash --noprofile --norc -c COMMAND` in a new process group with
-    empty stdin. It returns when bash exits; background processes are killed then.
+    Each call runs `bash --noprofile --norc -c COMMAND` with empty stdin and returns when
+    the command and everything it started have ended; background processes are killed.
 
     Args:
-        cwd: Working directory of every command; `None` uses the current directory.
+        cwd: The workspace, the commands' working directory; `None` is the current
+            directory. For the sandbox it must be usable by the sandbox uid (see
+            `harness.tools.sandbox.make_workspace`).
         timeout: Seconds before the command and all its processes are killed.
         max_result_chars: Characters of output the model sees, start and end kept.
-        env: The commands' environment. `None` passes a small one: `PATH`, `HOME`,
-            the locale and a few settings that keep programs from paging or colouring,
-            and no secrets from the harness's own environment.
+        env: The commands' environment. `None` passes a small one with no secrets from
+            the harness's own environment.
+        sandbox: The sandbox to run in; `None` makes a default `Sandbox()`.
+        network: Give commands the host's network. Calls then need approval by default.
+        allow_unsandboxed: Run commands on the host when no sandbox works here, instead of
+            refusing. Calls then need approval.
+        limits: Resource limits inside the sandbox; `timeout` sets their wall clock.
 
     Returns:
         The spec of the `bash` tool (side effects `destructive`).
     """
-    shell = shutil.which("bash") or "/bin/bash"
-    run_env = dict(env) if env is not None else _default_env()
+    runner = _Runner(
+        cwd=Path(cwd) if cwd is not None else None,
+        timeout=timeout,
+        env=dict(env) if env is not None else None,
+        sandbox=sandbox or Sandbox(),
+        network=network,
+        allow_unsandboxed=allow_unsandboxed,
+        limits=replace(limits or SandboxLimits(), wall_s=timeout),
+    )
+    return ToolSpec.from_schema(
+        name="bash",
+        description=_description(cwd, timeout, max_result_chars, network),
+        parameters=_PARAMETERS,
+        function=runner.bash,
+        side_effects="destructive",
+        timeout=timeout + _TIMEOUT_MARGIN_S,
+        approval="ask" if network or allow_unsandboxed else "auto",
+        max_result_chars=max_result_chars,
+    )
 
-    async def bash(command: str) -> str:
+
+@dataclass(frozen=True, kw_only=True)
+class _Runner:
+    cwd: Path | None
+    timeout: float
+    env: dict[str, str] | None
+    sandbox: Sandbox
+    network: bool
+    allow_unsandboxed: bool
+    limits: SandboxLimits
+
+    async def bash(self, command: str) -> ToolResult:
+        workspace = self.cwd or Path.cwd()
+        if self.allow_unsandboxed and not self.sandbox.probe().available:
+            return await self._unsandboxed(command, workspace)
+        try:
+            result = await self.sandbox.run(
+                command,
+                workspace=workspace,
+                limits=self.limits,
+                network=self.network,
+                env=self.env,
+            )
+        except ConfigError as exc:
+            raise ToolError(
+                f"The sandbox cannot use the workspace {workspace}: {exc}",
+                hint="This needs the operator: give the agent a workspace made with "
+                "`harness workspace new` (or run harness as a normal user).",
+            ) from exc
+        return _sandboxed_report(result, self.timeout)
+
+    async def _unsandboxed(self, command: str, workspace: Path) -> ToolResult:
+        shell = shutil.which("bash") or "/bin/bash"
         try:
             result = await run_process(
                 [shell, "--noprofile", "--norc", "-c", command],
-                timeout_s=timeout,
-                cwd=cwd,
-                env=run_env,
+                timeout_s=self.timeout,
+                cwd=workspace,
+                env=self.env if self.env is not None else _default_env(),
             )
         except OSError as exc:
             raise ToolError(
                 f"The command could not be started: {exc.strerror or exc}.",
                 hint="Check that the working directory exists.",
             ) from exc
-        return _format_result(result, timeout=timeout, max_chars=max_result_chars)
+        footer = _ending(result.ending, result.returncode, self.timeout, result.total_bytes)
+        if result.omitted_bytes:
+            footer = (
+                f"[the command wrote {result.total_bytes:,} bytes of output; "
+                f"only its start and end are kept]\n{footer}"
+            )
+        text = _report(_host_body(result), footer)
+        return ToolResult(
+            text=f"{text}\n{WARNING_UNSANDBOXED}",
+            metadata={
+                "exit_code": result.returncode,
+                "timed_out": result.ending == "timeout",
+                "sandbox": "none",
+                "output_bytes": result.total_bytes,
+            },
+        )
 
-    return ToolSpec.from_schema(
-        name="bash",
-        description=_description(cwd, timeout, max_result_chars),
-        parameters=_PARAMETERS,
-        function=bash,
-        side_effects="destructive",
-        timeout=timeout + _TIMEOUT_MARGIN_S,
-        max_result_chars=max_result_chars,
-    )
+
+WARNING_UNSANDBOXED: Final = "[warning: this command ran WITHOUT a sandbox, on the host]"
 
 
-def _description(cwd: str | Path | None, timeout: float, max_chars: int) -> str:
+def _description(cwd: str | Path | None, timeout: float, max_chars: int, network: bool) -> str:
     where = f"in {cwd}" if cwd is not None else "in the current working directory"
+    net = "has network access" if network else "has no network access"
     return (
         f"Run a bash command {where} and get its output (stdout and stderr together) "
-        "and exit code. Each call starts a fresh non-interactive shell: stdin is empty, "
-        "and `cd`, variables and background processes do not carry over to the next "
-        f"call. A command is killed after {timeout:g} s. Only the start and end of "
+        "and exit code. Each call starts a fresh non-interactive shell in a sandbox that "
+        f"{net}; only the working directory and /tmp are writable, and /tmp is emptied "
+        "after each call. `cd`, variables and background processes do not carry over to "
+        f"the next call. A command is killed after {timeout:g} s. Only the start and end of "
         f"output longer than {max_chars:,} characters are shown, so for large output "
         "write it to a file and look at parts of it with grep, head, tail or sed -n."
     )
@@ -135,34 +210,49 @@ def clean_output(data: bytes) -> str:
     return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
 
 
-def _format_result(result: ProcessResult, *, timeout: float, max_chars: int) -> str:
-    """The text the model reads: output (start and end when long), then how it ended."""
-    footer = _ending(result, timeout)
-    if result.omitted_bytes:
-        footer = (
-            f"[the command wrote {result.total_bytes:,} bytes of output; "
-            "only its start and end are kept]\n" + footer
-        )
+def _host_body(result: ProcessResult) -> str:
     body = clean_output(result.head)
     if result.omitted_bytes:
         body += f"\n[... {result.omitted_bytes:,} bytes cut ...]\n"
-    body = (body + clean_output(result.tail)).rstrip("\n") or "(no output)"
-    shown, _ = truncate(body, max(0, max_chars - len(footer) - 1))
-    return f"{shown}\n{footer}"
+    return body + clean_output(result.tail)
 
 
-def _ending(result: ProcessResult, timeout: float) -> str:
-    if result.ending == "timeout":
+def _sandboxed_report(result: SandboxResult, timeout: float) -> ToolResult:
+    ending: Ending = (
+        "timeout" if result.timed_out else "output_cap" if result.output_capped else "exited"
+    )
+    code = result.exit_code if result.signal is None else -result.signal
+    text = _report(result.output, _ending(ending, code, timeout, result.total_bytes))
+    return ToolResult(
+        text=text,
+        metadata={
+            "exit_code": result.exit_code,
+            "signal": result.signal,
+            "timed_out": result.timed_out,
+            "sandbox": result.backend,
+            "network": result.network,
+            "output_bytes": result.total_bytes,
+            "output_capped": result.output_capped,
+        },
+    )
+
+
+def _report(body: str, footer: str) -> str:
+    """The text the model reads: all captured output, then how the command ended."""
+    return f"{body.rstrip(chr(10)) or NO_OUTPUT}\n{footer}"
+
+
+def _ending(ending: Ending, code: int | None, timeout: float, total_bytes: int) -> str:
+    if ending == "timeout":
         return (
             f"[killed after {timeout:g} s (timeout): the command did not finish. "
             "Make it faster, give it less work, or run long jobs in smaller steps.]"
         )
-    if result.ending == "output_cap":
+    if ending == "output_cap":
         return (
-            f"[killed: the command wrote more than {result.total_bytes:,} bytes. "
+            f"[killed: the command wrote more than {total_bytes:,} bytes. "
             "Redirect large output to a file and read parts of it.]"
         )
-    code = result.returncode
     if code is not None and code < 0:
         return f"[terminated by signal {_signal_name(-code)}]"
     return f"[exit code {code}]"

@@ -1,0 +1,191 @@
+"""Running one assistant message's tool calls: policy, approval, execution, audit, events."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from harness.core.events import EventSink, EventType, summarize
+from harness.core.messages import ToolCall
+from harness.core.usage import Limits
+from harness.tools.approvals import (
+    ApprovalDecision,
+    ApprovalHandler,
+    ApprovalPolicy,
+    ApprovalRequest,
+    PolicyDecision,
+    deny_all,
+)
+from harness.tools.audit import AuditLog, AuditRecord, clip_arguments, digest
+from harness.tools.context import ToolContext
+from harness.tools.toolset import ToolOutcome, Toolset
+
+__all__ = ["ToolCallRunner"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Verdict:
+    policy: PolicyDecision
+    decision: ApprovalDecision
+    at: float = field(default_factory=time.time)
+
+
+class ToolCallRunner:
+    """Decides, asks, runs and records the tool calls of one run.
+
+    Calls that need approval are asked one at a time, in order; the approved calls then
+    run concurrently, and their `tool` messages come back in the order of the calls.
+
+    Args:
+        toolset: The agent's tools.
+        sink: Receives the run's events.
+        policy: The agent's approval policy.
+        approver: Asked when a call needs approval; without one, such calls are denied.
+        audit: Receives one record per call, when given.
+        context: The base context handed to tools (run id, workspace, result store).
+    """
+
+    def __init__(
+        self,
+        toolset: Toolset,
+        sink: EventSink,
+        *,
+        policy: ApprovalPolicy,
+        approver: ApprovalHandler | None,
+        audit: AuditLog | None,
+        context: ToolContext,
+    ) -> None:
+        self._toolset, self._sink, self._policy = toolset, sink, policy
+        self._approver = approver or deny_all
+        self._audit, self._context = audit, context
+
+    async def run(self, step: int, calls: Sequence[ToolCall], limits: Limits) -> list[ToolOutcome]:
+        """Run every call of one assistant message; failures become `tool` messages."""
+        for call in calls:
+            self._emit(
+                "tool_started",
+                step=step,
+                call_id=call.id,
+                tool=call.name,
+                arguments=summarize(call.arguments),
+            )
+        invalid = [self._toolset.check(call, limits=limits) for call in calls]
+        verdicts = [
+            _NOT_RUN if bad else await self._verdict(step, call)
+            for call, bad in zip(calls, invalid, strict=True)
+        ]
+        outcomes = await asyncio.gather(
+            *(
+                _settled(bad) if bad else self._execute(call, verdict, limits)
+                for call, verdict, bad in zip(calls, verdicts, invalid, strict=True)
+            )
+        )
+        for outcome, verdict in zip(outcomes, verdicts, strict=True):
+            self._emit(
+                "tool_completed",
+                step=step,
+                call_id=outcome.call.id,
+                tool=outcome.call.name,
+                status=outcome.status,
+                ok=outcome.ok,
+                result=summarize(outcome.output),
+                truncated=outcome.truncated,
+                duration_s=round(outcome.duration_s, 6),
+            )
+            self._record(outcome, verdict)
+        return list(outcomes)
+
+    async def _verdict(self, step: int, call: ToolCall) -> _Verdict:
+        policy = self._policy.decide(call, self._toolset.get(call.name))
+        if policy.decision == "auto":
+            return _Verdict(policy=policy, decision=ApprovalDecision(approved=True, by="policy"))
+        if policy.decision == "deny":
+            reason = policy.reason or "the approval policy does not allow this call"
+            denied = ApprovalDecision(approved=False, by="policy", reason=reason)
+            return _Verdict(policy=policy, decision=denied)
+        request = ApprovalRequest(
+            run_id=self._context.run_id,
+            call_id=call.id,
+            tool=call.name,
+            arguments=call.arguments,
+            reason=policy.reason,
+        )
+        self._emit(
+            "approval_requested",
+            step=step,
+            call_id=call.id,
+            tool=call.name,
+            arguments=summarize(call.arguments, 1000),
+            reason=policy.reason,
+        )
+        self._emit("run_waiting", step=step, reason="approval", call_id=call.id)
+        decision = await self._approver(request)
+        self._emit(
+            "approval_decided",
+            step=step,
+            call_id=call.id,
+            approved=decision.approved,
+            by=decision.by,
+            reason=decision.reason,
+        )
+        return _Verdict(policy=policy, decision=decision)
+
+    async def _execute(self, call: ToolCall, verdict: _Verdict, limits: Limits) -> ToolOutcome:
+        if verdict.decision.approved:
+            context = replace(self._context, call_id=call.id)
+            return await self._toolset.execute(call, limits=limits, context=context)
+        text = _denied_message(call, verdict.decision)
+        return self._toolset.outcome(call, "denied", text, limits=limits)
+
+    def _record(self, outcome: ToolOutcome, verdict: _Verdict) -> None:
+        if self._audit is None:
+            return
+        call, meta = outcome.call, outcome.metadata
+        self._audit.record(
+            AuditRecord(
+                run_id=self._context.run_id,
+                call_id=call.id,
+                tool=call.name,
+                arguments=clip_arguments(call.arguments),
+                arguments_sha256=digest(call.arguments),
+                decision=verdict.policy.decision,
+                decided_by=verdict.decision.by,
+                approved=verdict.decision.approved,
+                started_at=verdict.at,
+                duration_s=round(outcome.duration_s, 6),
+                status=outcome.status,
+                timed_out=outcome.status == "tool_timeout" or bool(meta.get("timed_out")),
+                truncated=outcome.truncated,
+                exit_code=meta.get("exit_code"),
+                sandbox=meta.get("sandbox"),
+                result_sha256=digest(outcome.output),
+                result_chars=len(outcome.output),
+                reason=verdict.decision.reason or verdict.policy.reason,
+            )
+        )
+
+    def _emit(self, kind: EventType, **payload: Any) -> None:
+        self._sink.emit(kind, payload)
+
+
+_NOT_RUN = _Verdict(
+    policy=PolicyDecision(decision="auto", source="tool"),
+    decision=ApprovalDecision(approved=False, by="validation", reason="invalid call"),
+)
+"""The verdict of a call that failed validation: nobody is asked, nothing runs."""
+
+
+async def _settled(outcome: ToolOutcome) -> ToolOutcome:
+    return outcome
+
+
+def _denied_message(call: ToolCall, decision: ApprovalDecision) -> str:
+    reason = decision.reason or "no reason given"
+    return (
+        f"The call to {call.name!r} was not run: it was denied by {decision.by} ({reason}). "
+        "Do not repeat the same call. Choose another way to make progress, or explain in "
+        "your answer what you wanted to do and why it needs approval."
+    )

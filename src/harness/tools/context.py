@@ -1,0 +1,69 @@
+"""What a running tool may know about its call: the run, the workspace, stored results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["MemoryResultStore", "ResultStore", "ToolContext", "ToolResult"]
+
+
+class ResultStore(Protocol):
+    """Keeps the full text of tool results that the model saw only in part."""
+
+    def save(self, run_id: str, call_id: str, text: str) -> None:
+        """Keep the full result of one call."""
+        ...
+
+    def load(self, run_id: str, call_id: str) -> str | None:
+        """The full result of one call, or `None` if none was kept."""
+        ...
+
+
+class MemoryResultStore:
+    """A `ResultStore` in this process's memory."""
+
+    def __init__(self) -> None:
+        self._results: dict[tuple[str, str], str] = {}
+
+    def save(self, run_id: str, call_id: str, text: str) -> None:
+        """Keep the full result of one call."""
+        self._results[run_id, call_id] = text
+
+    def load(self, run_id: str, call_id: str) -> str | None:
+        """The full result of one call, or `None` if none was kept."""
+        return self._results.get((run_id, call_id))
+
+    def forget(self, run_id: str) -> None:
+        """Drop every result of a run."""
+        for key in [key for key in self._results if key[0] == run_id]:
+            del self._results[key]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolContext:
+    """Handed to a tool function that declares a parameter of this type.
+
+    Such a parameter is not part of the tool's JSON Schema: the model never sees it.
+    """
+
+    run_id: str = "run_local"
+    """The run the call belongs to."""
+    call_id: str = ""
+    """The id of the call being executed."""
+    workspace: Path | None = None
+    """The directory the agent works in, when it has one."""
+    results: ResultStore = field(default_factory=MemoryResultStore)
+    """Where full results of truncated calls are kept."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResult:
+    """A tool's answer with facts for the audit log beside the text the model reads."""
+
+    text: str
+    """What the model reads."""
+    metadata: Mapping[str, Any] = field(default_factory=lambda: {})
+    """Facts such as an exit code or the sandbox backend; recorded, not shown."""

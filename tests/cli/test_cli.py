@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.testing import FakeOpenAIServer, FakeReply
+from harness.tools.sandbox import Sandbox
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 
@@ -29,8 +30,11 @@ def free_port() -> int:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_run_end_to_end_over_http(tmp_path: Path, stream: bool) -> None:
-    (tmp_path / "notes.txt").write_text("one\ntwo\nthree\n")
+def test_run_end_to_end_over_http(
+    tmp_path: Path, stream: bool, sandbox: Sandbox, workspace: Path
+) -> None:
+    (workspace / "notes.txt").write_text("one\ntwo\nthree\n")
+    sandbox.prepare_workspace(workspace)
     replies = [
         FakeReply.tool_call("bash", {"command": "wc -l < notes.txt"}),
         FakeReply.text("notes.txt has 3 lines."),
@@ -38,6 +42,8 @@ def test_run_end_to_end_over_http(tmp_path: Path, stream: bool) -> None:
     with FakeOpenAIServer(replies) as server:
         args = [
             "run",
+            "--workspace",
+            str(workspace),
             "--model",
             "openai:fake",
             "--base-url",
@@ -58,11 +64,15 @@ def test_run_end_to_end_over_http(tmp_path: Path, stream: bool) -> None:
     assert second["messages"][-2]["tool_calls"][0]["id"] == tool_message["tool_call_id"]
 
 
-def test_json_mode_prints_one_event_per_line(tmp_path: Path) -> None:
+def test_json_mode_prints_one_event_per_line(
+    tmp_path: Path, sandbox: Sandbox, workspace: Path
+) -> None:
     replies = [FakeReply.tool_call("bash", {"command": "echo hi"}), FakeReply.text("said hi")]
     with FakeOpenAIServer(replies) as server:
         done = harness(
             "run",
+            "--workspace",
+            str(workspace),
             "--json",
             "--model",
             "openai:fake",

@@ -42,5 +42,10 @@ class AgentSpec:
     """Sampling settings sent with every model request."""
     workspace: Path | None = None
     """Directory the built-in tools work in; `None` is the current directory."""
+    network: bool = False
+    """Give the built-in bash tool the host's network; its calls then need approval."""
+    allow_unsandboxed: bool = False
+    """Let the built-in bash tool run on the host when no sandbox works (each call then
+    needs approval). Without it, bash refuses to run unsandboxed."""
     approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """Which tool calls run on their own, wait for a person, or never run."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
@@ -26,7 +27,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-DEFAULT_TOOLS = "bash"
+DEFAULT_TOOLS = "bash,read_file,write_file,edit_file,list_dir,search"
 MODEL_HINT = (
     "To use a local model, start llama.cpp:  llama-server -m MODEL.gguf --jinja --port 8080\n"
     "or name another one:  harness run --model openai:MODEL_NAME --base-url http://HOST:PORT/v1 "
@@ -55,6 +56,20 @@ def run(
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="Stop after this many steps.")
     ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(help="The directory the tools work in (default: the current one)."),
+    ] = None,
+    network: Annotated[
+        bool, typer.Option(help="Give bash the network; each command then needs approval.")
+    ] = False,
+    unsandboxed: Annotated[
+        bool,
+        typer.Option(
+            "--unsandboxed",
+            help="If no sandbox works here, run bash on the host; every command needs approval.",
+        ),
+    ] = False,
     stream: Annotated[bool, typer.Option(help="Stream the model's text as it arrives.")] = False,
     json_output: Annotated[
         bool,
@@ -72,6 +87,9 @@ def run(
             model=model or settings.default_model,
             tools=_tool_names(tools),
             limits=limits,
+            workspace=workspace.resolve() if workspace else None,
+            network=network,
+            allow_unsandboxed=unsandboxed,
         )
     except ConfigError as exc:
         _fail(str(exc))

@@ -135,7 +135,14 @@ class Harness:
         toolset = self._toolsets.get(agent)
         if toolset is None:
             specs = [
-                t if isinstance(t, ToolSpec) else builtin_tool(t, workspace=agent.workspace)
+                t
+                if isinstance(t, ToolSpec)
+                else builtin_tool(
+                    t,
+                    workspace=agent.workspace,
+                    network=agent.network,
+                    allow_unsandboxed=agent.allow_unsandboxed,
+                )
                 for t in agent.tools
             ]
             if specs and all(spec.name != READ_RESULT for spec in specs):

@@ -158,6 +158,10 @@ class Toolset:
             return self.outcome(call, "unknown_tool", text, limits=limits, started=started)
         status, result = await self._run(spec, call.arguments, limits, context)
         text, metadata = _split(result)
+        if status == "ok" and metadata.get("timed_out"):
+            # The tool stopped its own work at its deadline: the same status, plus its output.
+            seconds = float(metadata.get("timeout_s") or spec.timeout or limits.tool_timeout)
+            status, text = "tool_timeout", f"{_feedback.tool_timeout(spec, seconds)}\n{text}"
         return self.outcome(
             call, status, text, limits=limits, started=started, context=context, metadata=metadata
         )

@@ -54,7 +54,8 @@ async def test_the_timeout_kills_the_command_and_says_so(
 ) -> None:
     toolset = Toolset([bash_tool(cwd=workspace, sandbox=sandbox, timeout=1)])
     outcome = await toolset.execute(call("sleep 30 & sleep 30"), limits=LIMITS)
-    assert outcome.status == "ok"
+    assert outcome.status == "tool_timeout"
+    assert outcome.output.startswith("Tool 'bash' was stopped after 1 s")
     assert "[killed after 1 s (timeout)" in outcome.output
     assert outcome.metadata["timed_out"] is True
 

@@ -123,7 +123,8 @@ async def test_timeout_kills_the_whole_process_group(
     started = time.monotonic()
     outcome = await bash(command, timeout=1)
     assert time.monotonic() - started < 10
-    assert outcome.status == "ok"
+    assert outcome.status == "tool_timeout"
+    assert content(outcome).startswith("Tool 'bash' was stopped after 1 s")
     assert content(outcome).endswith(
         "[killed after 1 s (timeout): the command did not finish. "
         "Make it faster, give it less work, or run long jobs in "

@@ -461,13 +461,12 @@ def test_list_caps_entries(ws: Path) -> None:
         (ws / f"f{n:02d}").write_text("")
     result = list_dir_tool(ws, max_entries=5).function()
     assert result.splitlines()[1:6] == [f"f{n:02d}  (0 bytes)" for n in range(5)]
-    assert "only the first 5 entries are shown" in result
+    assert "[only 5 entries shown: list a subdirectory, or less deep]" in result
 
 
-def test_list_a_file_is_refused(ws: Path) -> None:
-    (ws / "a.txt").write_text("")
-    error = refusal(ws, "list_dir", path="a.txt")
-    assert "is a file, not a directory" in error.message
+def test_list_a_file_shows_the_file(ws: Path) -> None:
+    (ws / "a.txt").write_text("abc")
+    assert call(ws, "list_dir", path="a.txt").splitlines()[1:] == ["a.txt  (3 bytes)"]
 
 
 def test_list_missing_directory(ws: Path) -> None:
@@ -528,7 +527,7 @@ def test_search_skips_binary_and_git(project: Path) -> None:
     result = call(project, "search", pattern="def")
     assert "blob.bin" not in result
     assert ".git" not in result
-    assert "skipped 1 binary file)" in result
+    assert "1 binary, unreadable or over 8 MiB skipped" in result
 
 
 def test_search_caps_matches(ws: Path) -> None:

@@ -166,6 +166,7 @@ class _Runner:
             metadata={
                 "exit_code": result.returncode,
                 "timed_out": result.ending == "timeout",
+                "timeout_s": self.timeout,
                 "sandbox": "none",
                 "output_bytes": result.total_bytes,
             },
@@ -229,6 +230,7 @@ def _sandboxed_report(result: SandboxResult, timeout: float) -> ToolResult:
             "exit_code": result.exit_code,
             "signal": result.signal,
             "timed_out": result.timed_out,
+            "timeout_s": timeout,
             "sandbox": result.backend,
             "network": result.network,
             "output_bytes": result.total_bytes,

@@ -4,6 +4,7 @@ A sandboxed process controls the workspace and may plant symlinks to host files
 (research/sandbox.md §2.6); the harness, possibly root, must never read or write through them.
 """
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -15,7 +16,7 @@ from harness.core import Limits, ToolCall
 from harness.errors import ToolError
 from harness.tools import Toolset
 from harness.tools.builtin._fs import Workspace
-from harness.tools.builtin.files import file_tools
+from harness.tools.builtin.files import file_tools, list_dir_tool, search_tool
 
 SECRET = "TOP SECRET host data\n"
 SANDBOX_UID = 65534
@@ -297,3 +298,43 @@ def test_files_in_the_harness_own_workspace_keep_the_harness_owner(ws: Path) -> 
     call(ws, "write_file", path="d/a.txt", content="x")
     assert (ws / "d" / "a.txt").stat().st_uid == os.geteuid()
     assert (ws / "d").stat().st_uid == os.geteuid()
+
+
+# --- resources -----------------------------------------------------------------------------
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_no_descriptor_leaks(ws: Path, secret: Path, linked_dir: Path) -> None:
+    for n in range(30):
+        (ws / "d" / f"s{n}").mkdir(parents=True)
+        (ws / "d" / f"s{n}" / "f.txt").write_text("hit\n")
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("write_file", {"path": "a/b.txt", "content": "hit\n"}),
+        ("read_file", {"path": "a/b.txt"}),
+        ("edit_file", {"path": "a/b.txt", "old_text": "hit", "new_text": "hat"}),
+        ("list_dir", {"depth": 3}),
+        ("search", {"pattern": "hit"}),
+        ("read_file", {"path": "docs/secret.txt"}),
+        ("write_file", {"path": "docs/x/y.txt", "content": ""}),
+        ("read_file", {"path": "a/missing.txt"}),
+    ]
+    before = open_fds()
+    for name, arguments in calls * 3:
+        with contextlib.suppress(ToolError):
+            call(ws, name, **arguments)
+    list_dir_tool(ws, max_entries=3).function(depth=3)  # the walk is closed early
+    search_tool(ws, max_matches=2).function(pattern="hit")
+    assert open_fds() == before
+
+
+def test_search_skips_files_over_the_size_cap(ws: Path) -> None:
+    (ws / "small.txt").write_text("needle\n")
+    with (ws / "huge.txt").open("wb") as handle:
+        handle.write(b"needle\n")
+        handle.truncate(9 << 20)
+    result = call(ws, "search", pattern="needle")
+    assert result.splitlines()[1:] == ["small.txt:1: needle"]
+    assert "1 binary, unreadable or over 8 MiB skipped" in result

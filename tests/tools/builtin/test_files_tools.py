@@ -261,7 +261,8 @@ async def test_write_creates_file_and_parents(ws: Path) -> None:
     outcome = await run(ws, "write_file", path="pkg/sub/mod.py", content="x = 1\ny = 2\n")
     assert outcome.status == "ok"
     assert text(outcome) == (
-        "Created 'pkg/sub/mod.py': 12 bytes, 2 lines. Created the directories pkg, pkg/sub."
+        "Wrote 'pkg/sub/mod.py' (a new file): 12 bytes, 2 lines. "
+        "Created the directories pkg, pkg/sub."
     )
     assert (ws / "pkg" / "sub" / "mod.py").read_text() == "x = 1\ny = 2\n"
 
@@ -269,7 +270,7 @@ async def test_write_creates_file_and_parents(ws: Path) -> None:
 def test_write_overwrites(ws: Path) -> None:
     (ws / "a.txt").write_text("a much longer old content\n")
     result = call(ws, "write_file", path="a.txt", content="new\n")
-    assert result == "Overwrote (it had 26 bytes) 'a.txt': 4 bytes, 1 line."
+    assert result == "Wrote 'a.txt' (replacing 26 bytes): 4 bytes, 1 line."
     assert (ws / "a.txt").read_text() == "new\n"
 
 
@@ -381,6 +382,12 @@ async def test_edit_text_that_is_not_unique(ws: Path) -> None:
     assert "old_text occurs 3 times in 'a.py' (at lines 1, 2, 4)" in text(outcome)
     assert "Include more of the surrounding lines" in text(outcome)
     assert (ws / "a.py").read_text() == "x = 0\nx = 0\ny = 1\nx = 0\n"
+
+
+def test_edit_overlapping_occurrences_count(ws: Path) -> None:
+    (ws / "a.txt").write_text("aaa\n")
+    error = refusal(ws, "edit_file", path="a.txt", old_text="aa", new_text="b")
+    assert "occurs 2 times" in error.message
 
 
 def test_edit_many_occurrences_are_listed_briefly(ws: Path) -> None:

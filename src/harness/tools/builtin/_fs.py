@@ -30,15 +30,15 @@ EntryKind = Literal["dir", "file", "symlink", "other"]
 """What a directory entry is; symlinks are reported as such and never followed."""
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_RDWR_FLAGS: Final = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NOFOLLOW: Final = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_READ_FLAGS: Final = os.O_RDONLY | _NOFOLLOW
+_RDWR_FLAGS: Final = os.O_RDWR | _NOFOLLOW
 _CREATE_FLAGS: Final = _RDWR_FLAGS | os.O_CREAT | os.O_EXCL
 _CHUNK: Final = 1 << 16
 _EXAMPLE: Final = "e.g. 'src/main.py'"
 
 Parts = tuple[str, ...]
-Owner = tuple[int, int] | None
-"""Uid and gid to give what the tools create, when they differ from the harness's."""
+Owner = tuple[int, int] | None  # uid and gid for what the tools create, if not the harness's
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,11 +62,7 @@ class Entry:
 
 
 class Workspace:
-    """A directory whose files are read and written without following any symlink.
-
-    Args:
-        root: The workspace directory. It is trusted: symlinks in it are resolved once.
-    """
+    """A directory (`root`, trusted) whose files are used without following any symlink."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).absolute()
@@ -90,7 +86,7 @@ class Workspace:
         parts = self.parts(path)
         with self._parent(parts) as (_, parent), _opened(parent, parts, _READ_FLAGS) as fd:
             _check(fd, parts, max_bytes)
-            return _read_all(fd)
+            return _read_all(fd, max_bytes)
 
     def write(self, path: str, data: bytes) -> tuple[int | None, list[str]]:
         """Replace or create the file at `path`, and any missing directories on the way.
@@ -114,7 +110,7 @@ class Workspace:
         parts = self.parts(path)
         with self._parent(parts) as (_, parent), _opened(parent, parts, _RDWR_FLAGS) as fd:
             _check(fd, parts, max_bytes)
-            new = change(_read_all(fd))
+            new = change(_read_all(fd, max_bytes))
             _replace_content(fd, new)
             return new
 
@@ -150,7 +146,7 @@ class Workspace:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
                 return None
-            return _read_all(fd)
+            return _read_all(fd, max_bytes)
 
     @contextlib.contextmanager
     def _parent(
@@ -272,11 +268,12 @@ def _check(fd: int, parts: Parts, max_bytes: int | None = None) -> os.stat_resul
     return info
 
 
-def _read_all(fd: int) -> bytes:
-    chunks: list[bytes] = []
-    while chunk := os.read(fd, _CHUNK):
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _read_all(fd: int, limit: int) -> bytes:
+    """Read to the end, but at most `limit` bytes: the file may have grown since its check."""
+    data = bytearray()
+    while len(data) < limit and (chunk := os.read(fd, min(_CHUNK, limit - len(data)))):
+        data += chunk
+    return bytes(data)
 
 
 def _replace_content(fd: int, data: bytes) -> None:

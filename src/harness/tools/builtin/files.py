@@ -29,14 +29,12 @@ __all__ = [
     "write_file_tool",
 ]
 
-_MAX_FILE_BYTES: Final = 8 << 20
-"""Largest file read, edited or searched (search skips larger ones)."""
+_MAX_FILE_BYTES: Final = 8 << 20  # the largest file read, edited or searched
 _LINE_CHARS: Final = 2000
 _MATCH_CHARS: Final = 240
 _MAX_SEARCHED_FILES: Final = 20_000
 _NOT_ENTERED: Final = frozenset({".git"})
-_MARGIN: Final = 2000
-"""Room in `max_result_chars` beyond a tool's own cap, for headers and notes."""
+_MARGIN: Final = 2000  # room in max_result_chars beyond a tool's own cap, for notes
 _PATHS: Final = "Paths are relative to the workspace root; symbolic links are never followed."
 _LINE_PREFIX: Final = re.compile(r"\s*\d+│")
 
@@ -97,9 +95,9 @@ def write_file_tool(workspace: str | Path | None = None) -> ToolSpec:
         data = _encode(content)
         previous, made = files.write(path, data)
         size = f"{_count(len(data), 'byte')}, {_count(len(_decode_lines(data)), 'line')}"
-        before = "Created" if previous is None else f"Overwrote (it had {previous:,} bytes)"
+        was = "a new file" if previous is None else f"replacing {_count(previous, 'byte')}"
         dirs = f" Created the directories {', '.join(made)}." if made else ""
-        return f"{before} {shown!r}: {size}.{dirs}"
+        return f"Wrote {shown!r} ({was}): {size}.{dirs}"
 
     text = (
         "Create a file of the workspace, or replace all of its content, creating missing "
@@ -159,19 +157,11 @@ def list_dir_tool(workspace: str | Path | None = None, *, max_entries: int = 300
         shown = "/".join(files.parts(path, allow_root=True)) or "."
         with contextlib.closing(files.walk(path, max_depth=depth, skip=_NOT_ENTERED)) as walk:
             entries = list(itertools.islice(walk, max_entries + 1))
-        if entries and entries[0].depth == 0:
-            raise ToolError(
-                f"{shown!r} is a file, not a directory.",
-                hint="Read it with read_file, or list the directory it is in.",
-            )
         if not entries:
             return f"The directory {shown!r} is empty. Create files in it with write_file."
         rows = [_row(entry, depth) for entry in entries[:max_entries]]
         if len(entries) > max_entries:
-            rows.append(
-                f"[only the first {max_entries} entries are shown: list a subdirectory, "
-                "or use a smaller depth, to see the rest]"
-            )
+            rows.append(f"[only {max_entries} entries shown: list a subdirectory, or less deep]")
         return f"Entries of {shown!r} (depth {depth}):\n" + "\n".join(rows)
 
     text = (
@@ -194,10 +184,10 @@ def search_tool(workspace: str | Path | None = None, *, max_matches: int = 100) 
         regex = _compile(pattern)
         scope = "/".join(files.parts(path, allow_root=True)) or "."
         where = f"in {scope!r}" + (f" (files matching {glob!r})" if glob else "")
-        scan = _Scan(regex, max_matches)
+        scan = _Scan(regex, glob or "*", max_matches)
         with contextlib.closing(files.walk(path, max_depth=64, skip=_NOT_ENTERED)) as walk:
-            scan.run(entry for entry in walk if entry.kind == "file" and _globbed(entry, glob))
-        return scan.report(pattern, where, glob)
+            scan.run(walk)
+        return scan.report(pattern, where)
 
     text = (
         "Search the text files under a path of the workspace, line by line, for a Python "
@@ -215,13 +205,8 @@ def search_tool(workspace: str | Path | None = None, *, max_matches: int = 100) 
 
 def file_tools(workspace: str | Path | None = None) -> list[ToolSpec]:
     """`read_file`, `write_file`, `edit_file`, `list_dir` and `search` for `workspace`."""
-    return [
-        read_file_tool(workspace),
-        write_file_tool(workspace),
-        edit_file_tool(workspace),
-        list_dir_tool(workspace),
-        search_tool(workspace),
-    ]
+    makers = (read_file_tool, write_file_tool, edit_file_tool, list_dir_tool, search_tool)
+    return [make(workspace) for make in makers]
 
 
 def _is_binary(data: bytes) -> bool:
@@ -270,12 +255,9 @@ def _page(shown: str, lines: list[str], start: int, end: int | None, max_chars: 
             f"Lines {start} to {end or 'the end'} are not in {shown!r}, which has {total} lines.",
             hint=f"Use 1 <= start_line <= end_line, with start_line at most {total}.",
         )
-    last, used = min(end or total, total), 0
-    for number in range(start, last + 1):
-        used += len(_clip(lines[number - 1], _LINE_CHARS)) + 8
-        if used > max_chars and number > start:
-            last = number - 1
-            break
+    sizes = itertools.accumulate(len(_clip(line, _LINE_CHARS)) + 8 for line in lines[start - 1 :])
+    fitting = sum(1 for _ in itertools.takewhile(lambda size: size <= max_chars, sizes))
+    last = min(end or total, total, start - 1 + max(1, fitting))
     note = f"[{shown!r}: lines {start}-{last} of {total}"
     if last < total:
         note += f". To read on, call read_file with start_line={last + 1}.]"
@@ -287,8 +269,7 @@ def _page(shown: str, lines: list[str], start: int, end: int | None, max_chars: 
 def _binary(shown: str, size: int) -> ToolError:
     return ToolError(
         f"{shown!r} is a binary file ({size:,} bytes); the file tools only handle text.",
-        hint="Use a program that understands its format (in bash, if you have it: file, "
-        "xxd or hexdump).",
+        hint="Use a program that understands its format, e.g. file or xxd in bash if you can.",
     )
 
 
@@ -305,7 +286,7 @@ def _check_edit(old_text: str, new_text: str) -> None:
 
 def _find_once(shown: str, text: str, old: str) -> int:
     """Where the only occurrence of `old` in `text` starts, or a `ToolError` for the model."""
-    starts = [match.start() for match in re.finditer(re.escape(old), text)]
+    starts = [match.start() for match in re.finditer(f"(?={re.escape(old)})", text)]
     if not starts:
         raise _absent(shown, text, old)
     if len(starts) > 1:
@@ -370,32 +351,26 @@ def _compile(pattern: str) -> re.Pattern[str]:
         ) from None
 
 
-def _globbed(entry: Entry, glob: str | None) -> bool:
-    if glob is None:
-        return True
-    return fnmatch.fnmatchcase(entry.path if "/" in glob else entry.name, glob)
-
-
 class _Scan:
     """One search over files met by a walk: what it found and what it skipped."""
 
-    def __init__(self, regex: re.Pattern[str], max_matches: int) -> None:
-        self.regex, self.max_matches = regex, max_matches
+    def __init__(self, regex: re.Pattern[str], glob: str, max_matches: int) -> None:
+        self.regex, self.glob, self.max_matches = regex, glob, max_matches
         self.hits: list[str] = []
-        self.searched = self.binary = self.skipped = 0
+        self.searched = self.skipped = 0
         self.stopped = ""
 
-    def run(self, files: Iterable[Entry]) -> None:
-        for entry in files:
+    def run(self, entries: Iterable[Entry]) -> None:
+        for entry in entries:
+            named = entry.path if "/" in self.glob else entry.name  # 'src/*.py' or '*.py'
+            if entry.kind != "file" or not fnmatch.fnmatchcase(named, self.glob):
+                continue
             if self.searched == _MAX_SEARCHED_FILES:
                 self.stopped = f"after {_MAX_SEARCHED_FILES:,} files"
                 return
             data = Workspace.read_entry(entry, max_bytes=_MAX_FILE_BYTES)
-            if data is None:
+            if data is None or _is_binary(data):
                 self.skipped += 1
-                continue
-            if _is_binary(data):
-                self.binary += 1
                 continue
             self.searched += 1
             for number, line in enumerate(_decode_lines(data), 1):
@@ -406,22 +381,18 @@ class _Scan:
                     return
                 self.hits.append(f"{entry.path}:{number}: {_clip(line.strip(), _MATCH_CHARS)}")
 
-    def report(self, pattern: str, where: str, glob: str | None) -> str:
-        skipped = [_count(self.binary, "binary file")] if self.binary else []
-        if self.skipped:
-            over = f"unreadable or over {_MAX_FILE_BYTES >> 20} MiB"
-            skipped.append(f"{_count(self.skipped, 'file')} {over}")
+    def report(self, pattern: str, where: str) -> str:
         counts = f"{_count(self.searched, 'text file')} searched" + (
-            f"; skipped {' and '.join(skipped)}" if skipped else ""
+            f"; {self.skipped:,} binary, unreadable or over 8 MiB skipped" if self.skipped else ""
         )
         if self.hits:
             stop = f"\n[stopped {self.stopped}: narrow the pattern, path or glob]"
             head = f"{_count(len(self.hits), 'match', 'es')} for {pattern!r} {where} ({counts}):\n"
             return head + "\n".join(self.hits) + (stop if self.stopped else "")
         advice = (
-            f"No text file matched the glob {glob!r}: '*.py' is matched against file names, "
-            "'src/*.py' against paths from the workspace root; try another glob or none."
-            if self.searched == 0 and glob
+            f"No text file matched the glob {self.glob!r}: '*.py' is matched against file "
+            "names, 'src/*.py' against paths from the workspace root; try another glob or none."
+            if self.searched == 0 and self.glob != "*"
             else "Try a shorter or looser pattern, (?i) to ignore case, a backslash before "
             "special characters such as ( [ . *, or a wider path; list_dir shows the files."
         )

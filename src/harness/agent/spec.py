@@ -10,6 +10,7 @@ from harness.core.usage import Limits
 from harness.gateway.model import Model, ModelSettings
 from harness.tools import ToolSpec
 from harness.tools.approvals import ApprovalPolicy
+from harness.tools.mcp import MCPServerConfig
 
 __all__ = ["DEFAULT_INSTRUCTIONS", "AgentSpec"]
 
@@ -47,5 +48,8 @@ class AgentSpec:
     allow_unsandboxed: bool = False
     """Let the built-in bash tool run on the host when no sandbox works (each call then
     needs approval). Without it, bash refuses to run unsandboxed."""
+    mcp: Sequence[str | MCPServerConfig] = ()
+    """MCP servers whose tools the agent gets: names of `[mcp.NAME]` tables in
+    `harness.toml`, or configurations."""
     approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """Which tool calls run on their own, wait for a person, or never run."""

@@ -70,6 +70,10 @@ def run(
             help="If no sandbox works here, run bash on the host; every command needs approval.",
         ),
     ] = False,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option("--mcp", help="Give the agent the tools of this [mcp.NAME] server."),
+    ] = None,
     stream: Annotated[bool, typer.Option(help="Stream the model's text as it arrives.")] = False,
     json_output: Annotated[
         bool,
@@ -90,6 +94,7 @@ def run(
             workspace=workspace.resolve() if workspace else None,
             network=network,
             allow_unsandboxed=unsandboxed,
+            mcp=tuple(mcp or ()),
         )
     except ConfigError as exc:
         _fail(str(exc))
@@ -101,7 +106,12 @@ def run(
         if event.type == "run_failed":
             failures.append(event)
 
-    result = asyncio.run(_run(Harness(settings, base_url=base_url), agent, task, stream, on_event))
+    try:
+        result = asyncio.run(
+            _run(Harness(settings, base_url=base_url), agent, task, stream, on_event)
+        )
+    except ConfigError as exc:
+        _fail(str(exc))
     if failures:
         _explain_failure(failures[-1], json_output)
     raise typer.Exit(0 if result.ok else 1)

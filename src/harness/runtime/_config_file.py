@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.gateway.profiles import DEFAULT_PROFILE
+from harness.tools.mcp import MCPServerConfig
+from harness.tools.spec import Approval, SideEffects
 
 __all__ = ["FileConfig"]
 
@@ -26,7 +29,48 @@ class _Defaults(BaseModel):
     model: str = DEFAULT_PROFILE
 
 
+class _MCPServerEntry(BaseModel):
+    """One `[mcp.NAME]` table: a stdio `command` or a streamable HTTP `url`."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    url: str | None = Field(default=None, pattern=r"^https?://")
+    headers: dict[str, str] = {}
+    timeout_s: float = Field(default=30.0, gt=0)
+    startup_timeout_s: float = Field(default=30.0, gt=0)
+    side_effects: SideEffects = "mutating"
+    approval: Approval = "auto"
+    tool_prefix: str = ""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> Self:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of 'command' (stdio) or 'url' (streamable HTTP)")
+        return self
+
+    def server_config(self, name: str) -> MCPServerConfig:
+        """The table as the `MCPServerConfig` of server `name`."""
+        return MCPServerConfig(
+            name=name,
+            command=self.command,
+            args=tuple(self.args),
+            env=self.env,
+            cwd=Path(self.cwd) if self.cwd else None,
+            url=self.url,
+            headers=self.headers,
+            timeout_s=self.timeout_s,
+            startup_timeout_s=self.startup_timeout_s,
+            side_effects=self.side_effects,
+            approval=self.approval,
+            tool_prefix=self.tool_prefix,
+        )
+
+
 class FileConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     defaults: _Defaults = _Defaults()
     models: dict[str, _ProfileConfig] = {}
+    mcp: dict[str, _MCPServerEntry] = {}

@@ -14,11 +14,12 @@ from harness.core.events import RunEvent
 from harness.core.ids import new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
+from harness.errors import ConfigError
 from harness.gateway.model import Model
 from harness.gateway.profiles import resolve_model
 from harness.runtime.approvals import ApprovalInbox
 from harness.runtime.bus import EventBus, RunRecorder
-from harness.runtime.settings import Settings, load_settings
+from harness.runtime.settings import CONFIG_FILE, Settings, load_settings
 from harness.tools import (
     READ_RESULT,
     ApprovalHandler,
@@ -30,6 +31,7 @@ from harness.tools import (
     read_result_tool,
 )
 from harness.tools.builtin import builtin_tool
+from harness.tools.mcp import MCPServerConfig, MCPToolSource
 
 __all__ = ["Harness"]
 
@@ -64,6 +66,8 @@ class Harness:
         self._opened: list[Model] = []
         self._runs: dict[str, RunRecorder] = {}
         self._toolsets: WeakKeyDictionary[AgentSpec, Toolset] = WeakKeyDictionary()
+        self._mcp_sources: dict[str, MCPToolSource] = {}
+        self._exits = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> Harness:
         return self
@@ -74,7 +78,9 @@ class Harness:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the model clients this harness opened."""
+        """Close the model clients and MCP servers this harness opened."""
+        await self._exits.aclose()
+        self._mcp_sources.clear()
         for model in self._opened:
             closer: Callable[[], Any] | None = getattr(model, "aclose", None)
             if closer is not None:
@@ -107,7 +113,7 @@ class Harness:
             loop = AgentLoop(
                 agent,
                 model=self._model(agent),
-                toolset=self._toolset(agent),
+                toolset=await self._toolset(agent),
                 sink=recorder,
                 stream=stream,
                 approver=self.approver,
@@ -120,6 +126,31 @@ class Harness:
             if unsubscribe:
                 unsubscribe()
 
+    async def _mcp_tools(self, agent: AgentSpec) -> list[ToolSpec]:
+        """Tools of the agent's MCP servers; each server starts once per `Harness`."""
+        specs: list[ToolSpec] = []
+        for entry in agent.mcp:
+            config = entry if isinstance(entry, MCPServerConfig) else self._mcp_config(entry)
+            source = self._mcp_sources.get(config.name)
+            if source is None:
+                log = self.settings.home / "logs" / f"mcp-{config.name}.log"
+                log.parent.mkdir(parents=True, exist_ok=True)
+                errlog = self._exits.enter_context(log.open("a", encoding="utf-8"))
+                source = await self._exits.enter_async_context(MCPToolSource(config, errlog=errlog))
+                self._mcp_sources[config.name] = source
+            specs.extend(source.tools)
+        return specs
+
+    def _mcp_config(self, name: str) -> MCPServerConfig:
+        try:
+            return self.settings.mcp_servers[name]
+        except KeyError:
+            known = ", ".join(sorted(self.settings.mcp_servers)) or "none"
+            raise ConfigError(
+                f"no MCP server named {name!r} in {self.settings.home / CONFIG_FILE} "
+                f"(configured: {known}); add an [mcp.{name}] table with a command or url"
+            ) from None
+
     def events(self, run_id: str) -> tuple[RunEvent, ...]:
         """The events of a run executed by this harness, in order."""
         return tuple(self._runs[run_id].events)
@@ -131,7 +162,7 @@ class Harness:
         self._opened.append(model)
         return model
 
-    def _toolset(self, agent: AgentSpec) -> Toolset:
+    async def _toolset(self, agent: AgentSpec) -> Toolset:
         toolset = self._toolsets.get(agent)
         if toolset is None:
             specs = [
@@ -145,6 +176,7 @@ class Harness:
                 )
                 for t in agent.tools
             ]
+            specs += await self._mcp_tools(agent)
             if specs and all(spec.name != READ_RESULT for spec in specs):
                 specs.append(read_result_tool())
             toolset = Toolset(specs)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
     from harness.runtime._config_file import FileConfig
+    from harness.tools.mcp import MCPServerConfig
 
 __all__ = ["CONFIG_FILE", "Settings", "harness_home", "load_settings"]
 
@@ -32,6 +33,8 @@ class Settings:
     """The model used when none is named."""
     profiles: Mapping[str, ModelProfile] = field(default_factory=lambda: {})
     """Model profiles from `harness.toml`, by name."""
+    mcp_servers: Mapping[str, MCPServerConfig] = field(default_factory=lambda: {})
+    """MCP servers from the `[mcp.NAME]` tables of `harness.toml`, by name."""
 
 
 def harness_home() -> Path:
@@ -49,6 +52,7 @@ def load_settings(home: Path | None = None) -> Settings:
     home = home or harness_home()
     path = home / CONFIG_FILE
     profiles: dict[str, ModelProfile] = {}
+    mcp_servers: dict[str, MCPServerConfig] = {}
     default = DEFAULT_PROFILE
     if path.is_file():
         config = _read(path)
@@ -56,9 +60,10 @@ def load_settings(home: Path | None = None) -> Settings:
             name: ModelProfile(name=name, **entry.model_dump())
             for name, entry in config.models.items()
         }
+        mcp_servers = _mcp_servers(config, path)
         default = config.defaults.model
     default = os.environ.get("HARNESS_MODEL") or default
-    return Settings(home=home, default_model=default, profiles=profiles)
+    return Settings(home=home, default_model=default, profiles=profiles, mcp_servers=mcp_servers)
 
 
 def _read(path: Path) -> FileConfig:
@@ -74,6 +79,16 @@ def _read(path: Path) -> FileConfig:
         return FileConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(f"{path}: {_describe(exc)}") from exc
+
+
+def _mcp_servers(config: FileConfig, path: Path) -> dict[str, MCPServerConfig]:
+    servers: dict[str, MCPServerConfig] = {}
+    for name, entry in config.mcp.items():
+        try:
+            servers[name] = entry.server_config(name)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: key 'mcp.{name}': {exc}") from exc
+    return servers
 
 
 def _describe(exc: ValidationError) -> str:

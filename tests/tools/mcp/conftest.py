@@ -1,0 +1,71 @@
+"""Fixtures for the MCP tests: real servers from PyPI and npm, and a leak check.
+
+The npm servers are installed on first use into `servers/node_modules` with `npm ci` from
+the committed `servers/package-lock.json`; tests that need them skip without node and npm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_test_support import FLAKY_SERVER, NPM_SCOPE, SERVERS, descendants, installed, wait_for_exit
+
+from harness.tools.mcp import MCPServerConfig
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    """Every test ends with no server process of its own still running."""
+    before = descendants()
+    yield
+    assert wait_for_exit(before) == set(), "an MCP server process outlived its test"
+
+
+@pytest.fixture(scope="session")
+def npm_servers() -> Path:
+    """`node_modules/@modelcontextprotocol`, installed from the lock file when needed."""
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if npm is None or node is None:
+        pytest.skip("the npm MCP servers need node and npm")
+    wanted = json.loads((SERVERS / "package.json").read_text())["dependencies"]
+    if not all(installed(name, version) for name, version in wanted.items()):
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=SERVERS,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, f"npm ci failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    return NPM_SCOPE
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    found = shutil.which("node")
+    if found is None:
+        pytest.skip("needs node")
+    return found
+
+
+@pytest.fixture
+def flaky() -> Callable[..., MCPServerConfig]:
+    """Config of the misbehaving test server; keyword arguments override fields."""
+
+    base = MCPServerConfig(
+        name="flaky", command=sys.executable, args=(str(FLAKY_SERVER),), timeout_s=5.0
+    )
+
+    def make(**overrides: Any) -> MCPServerConfig:
+        return dataclasses.replace(base, **overrides)
+
+    return make

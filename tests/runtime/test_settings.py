@@ -71,3 +71,35 @@ def test_openai_prefix_and_base_url_override() -> None:
     model = resolve_model("openai:qwen3", {}, base_url="http://127.0.0.1:1234/v1")
     assert isinstance(model, OpenAIModel)
     assert model.name == "openai:qwen3"
+
+
+def test_approval_policy_is_read_from_the_file(tmp_path: Path) -> None:
+    (tmp_path / "harness.toml").write_text(
+        '[approvals.tools]\nwrite_file = "ask"\n\n'
+        '[[approvals.rules]]\ntool = "bash"\nwhen = { command = "git push|rm -rf" }\n'
+        'decision = "deny"\nreason = "never from agents"\n'
+    )
+    policy = load_settings(tmp_path).approvals
+    assert policy.tools == {"write_file": "ask"}
+    (rule,) = policy.rules
+    assert (rule.tool, rule.decision, rule.reason) == ("bash", "deny", "never from agents")
+    from harness.core import ToolCall
+
+    push = ToolCall(id="1", name="bash", arguments='{"command": "git push origin"}')
+    ls = ToolCall(id="2", name="bash", arguments='{"command": "ls"}')
+    assert policy.decide(push, None).decision == "deny"
+    assert policy.decide(ls, None).decision == "auto"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('[approvals.tools]\nbash = "maybe"\n', "key 'approvals.tools.bash'"),
+        ('[[approvals.rules]]\nwhen = { command = "(" }\n', "key 'approvals.rules'"),
+    ],
+)
+def test_bad_approvals_name_the_key(tmp_path: Path, text: str, expected: str) -> None:
+    (tmp_path / "harness.toml").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(tmp_path)
+    assert expected in str(caught.value)

@@ -95,6 +95,7 @@ def run(
             network=network,
             allow_unsandboxed=unsandboxed,
             mcp=tuple(mcp or ()),
+            approvals=settings.approvals,
         )
     except ConfigError as exc:
         _fail(str(exc))

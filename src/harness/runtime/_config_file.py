@@ -8,6 +8,7 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.gateway.profiles import DEFAULT_PROFILE
+from harness.tools.approvals import ApprovalPolicy, ApprovalRule
 from harness.tools.mcp import MCPServerConfig
 from harness.tools.spec import Approval, SideEffects
 
@@ -69,8 +70,34 @@ class _MCPServerEntry(BaseModel):
         )
 
 
+class _RuleEntry(BaseModel):
+    """One `[[approvals.rules]]` entry."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool: str = "*"
+    decision: Approval = "ask"
+    when: dict[str, str] = {}
+    reason: str | None = None
+
+
+class _ApprovalsEntry(BaseModel):
+    """The `[approvals]` table: per-tool decisions and rules on arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+    tools: dict[str, Approval] = {}
+    rules: list[_RuleEntry] = []
+
+    def policy(self) -> ApprovalPolicy:
+        """The table as an `ApprovalPolicy`."""
+        return ApprovalPolicy(
+            rules=tuple(ApprovalRule(**rule.model_dump()) for rule in self.rules),
+            tools=dict(self.tools),
+        )
+
+
 class FileConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     defaults: _Defaults = _Defaults()
     models: dict[str, _ProfileConfig] = {}
     mcp: dict[str, _MCPServerEntry] = {}
+    approvals: _ApprovalsEntry = _ApprovalsEntry()

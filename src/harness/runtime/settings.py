@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from harness.errors import ConfigError
 from harness.gateway.profiles import DEFAULT_PROFILE, ModelProfile
+from harness.tools.approvals import ApprovalPolicy
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -35,6 +36,8 @@ class Settings:
     """Model profiles from `harness.toml`, by name."""
     mcp_servers: Mapping[str, MCPServerConfig] = field(default_factory=lambda: {})
     """MCP servers from the `[mcp.NAME]` tables of `harness.toml`, by name."""
+    approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """The `[approvals]` table: the policy of agents run from the command line."""
 
 
 def harness_home() -> Path:
@@ -53,6 +56,7 @@ def load_settings(home: Path | None = None) -> Settings:
     path = home / CONFIG_FILE
     profiles: dict[str, ModelProfile] = {}
     mcp_servers: dict[str, MCPServerConfig] = {}
+    approvals = ApprovalPolicy()
     default = DEFAULT_PROFILE
     if path.is_file():
         config = _read(path)
@@ -61,9 +65,16 @@ def load_settings(home: Path | None = None) -> Settings:
             for name, entry in config.models.items()
         }
         mcp_servers = _mcp_servers(config, path)
+        approvals = _approvals(config, path)
         default = config.defaults.model
     default = os.environ.get("HARNESS_MODEL") or default
-    return Settings(home=home, default_model=default, profiles=profiles, mcp_servers=mcp_servers)
+    return Settings(
+        home=home,
+        default_model=default,
+        profiles=profiles,
+        mcp_servers=mcp_servers,
+        approvals=approvals,
+    )
 
 
 def _read(path: Path) -> FileConfig:
@@ -89,6 +100,13 @@ def _mcp_servers(config: FileConfig, path: Path) -> dict[str, MCPServerConfig]:
         except ConfigError as exc:
             raise ConfigError(f"{path}: key 'mcp.{name}': {exc}") from exc
     return servers
+
+
+def _approvals(config: FileConfig, path: Path) -> ApprovalPolicy:
+    try:
+        return config.approvals.policy()
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: key 'approvals.rules': {exc}") from exc
 
 
 def _describe(exc: ValidationError) -> str:

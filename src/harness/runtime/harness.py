@@ -28,9 +28,7 @@ from harness.tools import (
     MemoryResultStore,
     Toolset,
     ToolSpec,
-    read_result_tool,
 )
-from harness.tools.builtin import builtin_tool
 from harness.tools.mcp import MCPServerConfig, MCPToolSource
 
 __all__ = ["Harness"]
@@ -165,6 +163,9 @@ class Harness:
     async def _toolset(self, agent: AgentSpec) -> Toolset:
         toolset = self._toolsets.get(agent)
         if toolset is None:
+            from harness.tools.builtin import builtin_tool  # the sandbox loads on first use
+            from harness.tools.builtin.read_result import read_result_tool
+
             specs = [
                 t
                 if isinstance(t, ToolSpec)

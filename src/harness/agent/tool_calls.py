@@ -72,11 +72,14 @@ class ToolCallRunner:
                 tool=call.name,
                 arguments=summarize(call.arguments),
             )
-        invalid = [self._toolset.check(call, limits=limits) for call in calls]
-        verdicts = [
-            _NOT_RUN if bad else await self._verdict(step, call)
-            for call, bad in zip(calls, invalid, strict=True)
-        ]
+        invalid: list[ToolOutcome | None] = []
+        verdicts: list[_Verdict] = []
+        for call in calls:
+            policy = self._policy.decide(call, self._toolset.get(call.name))
+            # Nobody is asked about a call that would fail anyway.
+            bad = self._toolset.check(call, limits=limits) if policy.decision == "ask" else None
+            invalid.append(bad)
+            verdicts.append(_NOT_RUN if bad else await self._verdict(step, call, policy))
         outcomes = await asyncio.gather(
             *(
                 _settled(bad) if bad else self._execute(call, verdict, limits)
@@ -98,8 +101,7 @@ class ToolCallRunner:
             self._record(outcome, verdict)
         return list(outcomes)
 
-    async def _verdict(self, step: int, call: ToolCall) -> _Verdict:
-        policy = self._policy.decide(call, self._toolset.get(call.name))
+    async def _verdict(self, step: int, call: ToolCall, policy: PolicyDecision) -> _Verdict:
         if policy.decision == "auto":
             return _Verdict(policy=policy, decision=ApprovalDecision(approved=True, by="policy"))
         if policy.decision == "deny":

@@ -7,9 +7,9 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 __all__ = ["AuditLog", "AuditRecord", "JsonlAuditLog", "MemoryAuditLog", "digest"]
 
@@ -52,7 +52,8 @@ class AuditRecord:
 
     def to_json(self) -> str:
         """One line of JSON."""
-        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+        data = {name: getattr(self, name) for name in _FIELDS}
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, line: str) -> AuditRecord:
@@ -60,6 +61,9 @@ class AuditRecord:
         data: dict[str, Any] = json.loads(line)
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in known})
+
+
+_FIELDS: Final = tuple(f.name for f in fields(AuditRecord))
 
 
 def digest(text: str) -> str:
@@ -108,17 +112,32 @@ class JsonlAuditLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._fd: int | None = None
 
     def record(self, entry: AuditRecord) -> None:
         """Append one record under an exclusive lock, so lines never interleave."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         line = (entry.to_json() + "\n").encode("utf-8", "surrogatepass")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = self._open()
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             os.write(fd, line)
         finally:
-            os.close(fd)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        """Close the file; the next record opens it again."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return self._fd
 
     def for_run(self, run_id: str) -> list[AuditRecord]:
         """Every record of one run, oldest first."""

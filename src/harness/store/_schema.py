@@ -1,0 +1,138 @@
+"""The store's schema, as an ordered list of migrations that is only ever appended to.
+
+The SQL is shared by SQLite and PostgreSQL; `{id}` stands for each dialect's
+auto-numbered primary key. JSON columns hold text written by the core codec, each object
+carrying its own schema version, so old rows keep decoding after the codec moves on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Migration:
+    """One step of the schema: applied once, in order, never edited after release."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+_RUNS = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    state TEXT NOT NULL,
+    task TEXT,
+    parent_run_id TEXT,
+    model TEXT,
+    priority INTEGER NOT NULL DEFAULT 0,
+    created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    started_at DOUBLE PRECISION,
+    finished_at DOUBLE PRECISION,
+    usage TEXT NOT NULL,
+    result TEXT,
+    termination TEXT,
+    error TEXT,
+    owner TEXT,
+    lease_expires_at DOUBLE PRECISION,
+    metadata TEXT NOT NULL,
+    last_seq BIGINT NOT NULL DEFAULT 0,
+    last_message BIGINT NOT NULL DEFAULT 0
+)"""
+
+_EVENTS = """
+CREATE TABLE events (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    seq BIGINT NOT NULL,
+    ts DOUBLE PRECISION NOT NULL,
+    type TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+)"""
+
+_MESSAGES = """
+CREATE TABLE messages (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    seq BIGINT NOT NULL,
+    role TEXT NOT NULL,
+    tool_call_id TEXT,
+    tokens BIGINT,
+    created_at DOUBLE PRECISION NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+)"""
+
+_BLOBS = """
+CREATE TABLE blobs (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    key TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+)"""
+
+_STEP_KEYS = """
+CREATE TABLE step_keys (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    key TEXT NOT NULL,
+    first_seq BIGINT NOT NULL,
+    last_seq BIGINT NOT NULL,
+    PRIMARY KEY (run_id, key)
+)"""
+
+_AUDIT = """
+CREATE TABLE audit (
+    id {id},
+    run_id TEXT NOT NULL,
+    ts DOUBLE PRECISION NOT NULL,
+    body TEXT NOT NULL
+)"""
+
+_CONTROLS = """
+CREATE TABLE controls (
+    id {id},
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    kind TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    body TEXT NOT NULL,
+    consumed_at DOUBLE PRECISION,
+    consumed_by TEXT
+)"""
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (
+    Migration(
+        version=1,
+        description="runs, events, messages, blobs, step keys, audit, controls",
+        statements=(
+            _RUNS,
+            "CREATE INDEX runs_by_state ON runs (state, priority, created_at)",
+            "CREATE INDEX runs_by_agent ON runs (agent, created_at)",
+            "CREATE INDEX runs_by_created ON runs (created_at)",
+            "CREATE INDEX runs_by_owner ON runs (owner)",
+            _EVENTS,
+            _MESSAGES,
+            _BLOBS,
+            _STEP_KEYS,
+            _AUDIT,
+            "CREATE INDEX audit_by_run ON audit (run_id, id)",
+            _CONTROLS,
+            "CREATE INDEX controls_pending ON controls (run_id, consumed_at)",
+        ),
+    ),
+)
+"""Every migration, oldest first. Add new ones at the end; never change a released one."""
+
+LATEST_VERSION: Final = MIGRATIONS[-1].version
+
+VERSION_TABLE: Final = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    description TEXT NOT NULL,
+    applied_at DOUBLE PRECISION NOT NULL
+)"""

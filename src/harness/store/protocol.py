@@ -1,0 +1,350 @@
+"""The `EventStore` protocol and the records it reads and writes.
+
+The store is the source of truth of every run: its row (state, usage, result, lease), its
+timeline of events (numbered from 1 without gaps), its messages, large tool results (blobs),
+the audit trail and the control requests other processes send to the run's owner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Final, Literal, Protocol
+
+from harness.core.events import EventType, RunEvent
+from harness.core.messages import Message
+from harness.core.results import TerminationReason
+from harness.core.usage import Usage
+
+__all__ = [
+    "CLAIMABLE_STATES",
+    "TERMINAL_STATES",
+    "Control",
+    "ControlKind",
+    "EventStore",
+    "NewEvent",
+    "NewRun",
+    "RunRecord",
+    "RunState",
+    "RunUpdate",
+    "StepWrite",
+]
+
+RunState = Literal[
+    "PENDING", "RUNNING", "WAITING_TOOL", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"
+]
+"""The states of a run (DESIGN.md section 4); the runtime owns the table of moves."""
+
+TERMINAL_STATES: Final[frozenset[RunState]] = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+"""States a run never leaves. Entering one stamps `finished_at`."""
+
+CLAIMABLE_STATES: Final[frozenset[RunState]] = frozenset({"PENDING", "RUNNING", "WAITING_TOOL"})
+"""States `claim` takes by default: runs waiting to start, and runs of a dead owner."""
+
+ControlKind = Literal["pause", "resume", "cancel", "approve", "deny"]
+"""Requests that any process may send to the owner of a run."""
+
+
+def _no_payload() -> Mapping[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewRun:
+    """A run to create."""
+
+    run_id: str
+    """Unique id, e.g. from `new_id("run")`."""
+    agent: str
+    """Name of the agent that runs it."""
+    task: str | None = None
+    """The user's task."""
+    state: RunState = "PENDING"
+    """Initial state."""
+    parent_run_id: str | None = None
+    """The run this one continues, when resumed from a failed or cancelled run."""
+    model: str | None = None
+    """The model profile or name it uses."""
+    priority: int = 0
+    """Higher priorities are claimed first."""
+    metadata: Mapping[str, Any] = field(default_factory=_no_payload)
+    """JSON-compatible data the runtime needs to rebuild the run (limits, options …)."""
+    owner: str | None = None
+    """Claim the run for this owner as it is created."""
+    lease_s: float | None = None
+    """Lease length in seconds when `owner` is set."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRecord:
+    """A run as the store knows it."""
+
+    run_id: str
+    """Unique id."""
+    agent: str
+    """Name of the agent that runs it."""
+    state: RunState
+    """Where the run is in its lifecycle."""
+    task: str | None
+    """The user's task."""
+    parent_run_id: str | None
+    """The run this one continues."""
+    model: str | None
+    """The model profile or name it uses."""
+    priority: int
+    """Higher priorities are claimed first."""
+    created_at: float
+    """When it was created, in seconds since the epoch."""
+    updated_at: float
+    """When its row last changed."""
+    started_at: float | None
+    """When it first entered RUNNING."""
+    finished_at: float | None
+    """When it entered a terminal state."""
+    usage: Usage
+    """What it consumed so far."""
+    result: str | None
+    """Its final output."""
+    termination: TerminationReason | None
+    """Why it ended."""
+    error: str | None
+    """What went wrong, when it failed."""
+    owner: str | None
+    """The process that holds its lease."""
+    lease_expires_at: float | None
+    """When the owner's lease runs out unless renewed."""
+    metadata: Mapping[str, Any]
+    """Runtime data given at creation or by updates."""
+    last_seq: int
+    """The `seq` of its last event (0 before any)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunUpdate:
+    """Changes to a run's row; fields left `None` keep their value."""
+
+    state: RunState | None = None
+    """The new state; RUNNING stamps `started_at` once, a terminal state `finished_at`."""
+    usage: Usage | None = None
+    """The run's total usage so far (not an increment)."""
+    result: str | None = None
+    """The final output."""
+    termination: TerminationReason | None = None
+    """Why the run ended."""
+    error: str | None = None
+    """What went wrong."""
+    model: str | None = None
+    """The model now in use."""
+    metadata: Mapping[str, Any] | None = None
+    """Replaces the run's metadata."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewEvent:
+    """An event to append; the store gives it the run's next `seq`."""
+
+    type: EventType
+    """What happened."""
+    payload: Mapping[str, Any] = field(default_factory=_no_payload)
+    """Details, JSON-compatible."""
+    ts: float | None = None
+    """When it happened; the store's clock when `None`."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepWrite:
+    """Everything one step of a run writes, committed in one transaction or not at all."""
+
+    run_id: str
+    """The run."""
+    events: Sequence[NewEvent] = ()
+    """Events, numbered in this order after the run's last one."""
+    messages: Sequence[Message] = ()
+    """Messages, appended in this order to the run's history."""
+    blobs: Mapping[str, str] = field(default_factory=lambda: {})
+    """Large texts by key (e.g. full tool results); a key written again is replaced."""
+    update: RunUpdate | None = None
+    """Changes to the run's row."""
+    expect_states: Collection[RunState] | None = None
+    """When set, the run must be in one of these states or nothing is written."""
+    owner: str | None = None
+    """When set, the run must be leased to this owner or nothing is written (a fence)."""
+    key: str | None = None
+    """Idempotency key, e.g. `step-3-attempt-1`: a step whose key the run already has
+    writes nothing again and returns the events it wrote the first time."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Control:
+    """A request sent to a run's owner, e.g. to pause it or to approve a tool call."""
+
+    id: int
+    """Unique and increasing: controls are taken in the order they were sent."""
+    run_id: str
+    """The run it is for."""
+    kind: ControlKind
+    """What is asked."""
+    payload: Mapping[str, Any]
+    """Details, e.g. `{"call_id": …, "by": …, "reason": …}` for approvals."""
+    created_at: float
+    """When it was sent."""
+
+
+class EventStore(Protocol):
+    """Durable runs, events and messages, shared by every process that opens the same store.
+
+    Every method is a coroutine that never blocks the event loop. Writes that fail raise
+    `StoreError` (or its `StoreConflict`) and leave nothing behind.
+    """
+
+    async def create_run(
+        self, run: NewRun, *, events: Sequence[NewEvent] = (), messages: Sequence[Message] = ()
+    ) -> list[RunEvent]:
+        """Create a run with its first events and messages; returns the numbered events.
+
+        Raises:
+            StoreConflict: A run with this id exists.
+        """
+        ...
+
+    async def append(self, step: StepWrite) -> list[RunEvent]:
+        """Commit one step; returns its events with their `seq` and `ts`.
+
+        Raises:
+            StoreConflict: The run is missing, not in `expect_states`, or not leased to
+                `owner`.
+            ConfigError: An event type is unknown or a payload is not JSON-compatible.
+        """
+        ...
+
+    async def transition(
+        self,
+        run_id: str,
+        from_states: Collection[RunState],
+        to_state: RunState,
+        *,
+        events: Sequence[NewEvent] = (),
+        update: RunUpdate | None = None,
+    ) -> list[RunEvent] | None:
+        """Move the run to `to_state` only if it is in one of `from_states` (compare and set).
+
+        Returns:
+            The numbered `events`, or `None` when the run was not in `from_states` (then
+            nothing was written).
+        """
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or `None` when there is no such run."""
+        ...
+
+    async def list_runs(
+        self,
+        *,
+        state: RunState | Collection[RunState] | None = None,
+        agent: str | None = None,
+        owner: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """Runs created in `[since, until)` that match every filter given, newest first."""
+        ...
+
+    async def events(
+        self, run_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[RunEvent]:
+        """The run's events with `seq > after_seq`, in order."""
+        ...
+
+    async def messages(self, run_id: str) -> list[Message]:
+        """The run's whole message history, in order, exactly as appended."""
+        ...
+
+    async def put_blob(self, run_id: str, key: str, text: str) -> None:
+        """Keep a large text (e.g. a full tool result) under `key`, replacing any before."""
+        ...
+
+    async def get_blob(self, run_id: str, key: str) -> str | None:
+        """The text kept under `key`, or `None`."""
+        ...
+
+    async def record_audit(self, run_id: str, record: Mapping[str, Any]) -> None:
+        """Keep one audit record (JSON-compatible) of the run."""
+        ...
+
+    async def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Audit records of one run, or of all runs, in the order they were kept."""
+        ...
+
+    async def claim(
+        self,
+        owner: str,
+        *,
+        lease_s: float,
+        run_ids: Collection[str] | None = None,
+        states: Collection[RunState] = CLAIMABLE_STATES,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """Lease runs to `owner`: those in `states` that nobody holds or whose lease expired.
+
+        Runs already leased to `owner` are renewed and returned too. Higher priority and
+        older runs come first. Two owners never hold the same run.
+
+        Args:
+            owner: Who takes the runs, e.g. `host:pid:start`.
+            lease_s: Seconds until the lease expires unless renewed.
+            run_ids: Only these runs; any matching run when `None`.
+            states: Only runs in these states.
+            limit: At most this many runs.
+        """
+        ...
+
+    async def renew(self, owner: str, run_ids: Collection[str], *, lease_s: float) -> list[str]:
+        """Extend the leases `owner` holds; returns the ids it still holds (others are lost)."""
+        ...
+
+    async def release(self, owner: str, run_ids: Collection[str] | None = None) -> None:
+        """Give up the leases `owner` holds on `run_ids` (all of them when `None`)."""
+        ...
+
+    async def expired_runs(self) -> list[RunRecord]:
+        """Unfinished runs whose owner's lease has run out."""
+        ...
+
+    async def send_control(
+        self, run_id: str, kind: ControlKind, payload: Mapping[str, Any] | None = None
+    ) -> int:
+        """Queue a request for the run's owner; returns its id.
+
+        Raises:
+            StoreConflict: There is no such run.
+        """
+        ...
+
+    async def take_controls(
+        self, *, run_id: str | None = None, owner: str | None = None
+    ) -> list[Control]:
+        """Consume the pending controls of one run, or of every run leased to `owner`.
+
+        Each control is returned exactly once, to one caller, in the order sent.
+        """
+        ...
+
+    async def schema_version(self) -> int:
+        """The version of the store's schema (the last migration applied)."""
+        ...
+
+    async def close(self) -> None:
+        """Finish pending writes and close every connection."""
+        ...
+
+    async def __aenter__(self) -> EventStore: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...

@@ -24,8 +24,10 @@ HarnessError
 ├── ToolSignal                       raised by tools on purpose; never crashes a run
 │   ├── ToolError                    a business rule failed: message + hint for the model
 │   └── ApprovalRequired             the call must wait for a human decision
-└── RunError                         a run could not go on
-    └── InvalidTransition            a lifecycle move that the state table forbids
+├── RunError                         a run could not go on
+│   ├── InvalidTransition            a lifecycle move that the state table forbids
+│   └── RunQueueFull                 the scheduler's queue is at its bound
+└── RunInterrupted                   raised by the runtime at a step boundary to pause a run
 ```
 
 Third-party errors are translated once, where they enter harness, with `raise ... from exc`.
@@ -52,6 +54,8 @@ __all__ = [
     "ModelStreamError",
     "ModelTimeoutError",
     "RunError",
+    "RunInterrupted",
+    "RunQueueFull",
     "ToolDefinitionError",
     "ToolError",
     "ToolSignal",
@@ -203,3 +207,14 @@ class RunError(HarnessError):
 
 class InvalidTransition(RunError):
     """A lifecycle move that the state table does not allow."""
+
+
+class RunQueueFull(RunError):
+    """The queue of pending runs is at its bound; the submission was not accepted."""
+
+
+class RunInterrupted(HarnessError):
+    """A control-flow signal: the runtime stops the loop at a step boundary (pause).
+
+    The loop lets it through untouched; what was done so far is already committed.
+    """

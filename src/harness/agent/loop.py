@@ -14,17 +14,18 @@ from typing import Any
 from harness.agent.spec import AgentSpec
 from harness.agent.tool_calls import ToolCallRunner
 from harness.core.codec import usage_to_dict
-from harness.core.events import EventSink, EventType, summarize
+from harness.core.events import EventType, RunSink, summarize
 from harness.core.ids import new_id
 from harness.core.messages import Message, ToolCall
 from harness.core.results import RunResult, TerminationReason
 from harness.core.usage import Usage
+from harness.errors import RunInterrupted
 from harness.gateway.model import Model, ModelRequest, ModelResponse, ResponseDone, TextDelta
 from harness.tools import MemoryResultStore, ResultStore, ToolContext, Toolset
 from harness.tools.approvals import ApprovalHandler
 from harness.tools.audit import AuditLog
 
-__all__ = ["EMPTY_REPLY_NUDGE", "AgentLoop"]
+__all__ = ["EMPTY_REPLY_NUDGE", "UNKNOWN_OUTCOME", "AgentLoop"]
 
 EMPTY_REPLY_NUDGE = (
     "Your last reply was empty. Either call a tool, or reply with your final answer as text."
@@ -60,7 +61,7 @@ class AgentLoop:
         *,
         model: Model,
         toolset: Toolset,
-        sink: EventSink,
+        sink: RunSink,
         stream: bool = False,
         approver: ApprovalHandler | None = None,
         audit: AuditLog | None = None,
@@ -83,7 +84,9 @@ class AgentLoop:
             approver=self._approver,
             audit=self._audit,
             context=context,
+            checkpoint=self._sink.checkpoint,
         )
+        state.step = sum(1 for m in messages if m.role == "assistant")
         self._emit(
             "run_started",
             agent=self._spec.name,
@@ -93,8 +96,9 @@ class AgentLoop:
         )
         error_type = None
         try:
+            await self._settle_interrupted_calls(state)
             result = await self._steps(state)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, RunInterrupted):
             raise
         except Exception as exc:  # a run ends with an error; it never crashes its host
             error_type = type(exc).__name__
@@ -122,15 +126,44 @@ class AgentLoop:
             state.step += 1
             self._emit("step_started", step=state.step)
             message = (await self._call_model(state)).message
-            state.messages.append(message)
+            self._append(state, message)
             if message.tool_calls:
                 await self._run_tools(state, message.tool_calls)
             elif message.content and message.content.strip():
                 self._emit("agent_message", step=state.step, content=message.content, final=True)
                 return self._result(state, message.content, "final_answer")
             else:
-                state.messages.append(Message.user(EMPTY_REPLY_NUDGE))
+                self._append(state, Message.user(EMPTY_REPLY_NUDGE))
+            await self._sink.checkpoint()
         return self._result(state, self._stopped_report(state, stop), stop)
+
+    async def _settle_interrupted_calls(self, state: _State) -> None:
+        """Answer the tool calls of a resumed run that never got their results.
+
+        A call of a tool without side effects, or an idempotent one, runs again; any other
+        call gets a message that its outcome is unknown, so that it never runs twice.
+        """
+        last = state.messages[-1] if state.messages else None
+        if last is None or last.role != "assistant" or not last.tool_calls:
+            return
+        answered = {m.tool_call_id for m in state.messages if m.role == "tool"}
+        pending = tuple(c for c in last.tool_calls if c.id not in answered)
+        rerun = tuple(c for c in pending if self._safe_to_repeat(c))
+        outcomes = {
+            o.call.id: o for o in await self._tools.run(state.step, rerun, self._spec.limits)
+        }
+        for call in pending:
+            outcome = outcomes.get(call.id)
+            self._append(state, outcome.message if outcome else _unknown_outcome(call))
+        await self._sink.checkpoint()
+
+    def _safe_to_repeat(self, call: ToolCall) -> bool:
+        spec = self._toolset.get(call.name)
+        return spec is None or spec.side_effects in ("none", "idempotent")
+
+    def _append(self, state: _State, message: Message) -> None:
+        state.messages.append(message)
+        self._sink.message(message)
 
     def _limit_reached(self, state: _State) -> TerminationReason | None:
         limits, usage = self._spec.limits, state.usage
@@ -191,7 +224,8 @@ class AgentLoop:
                 "agent_message", step=state.step, content=state.messages[-1].content, final=False
             )
         outcomes = await self._tools.run(state.step, calls, self._spec.limits)
-        state.messages.extend(outcome.message for outcome in outcomes)
+        for outcome in outcomes:
+            self._append(state, outcome.message)
         state.usage += Usage(tool_calls=len(calls))
 
     def _stopped_report(self, state: _State, reason: TerminationReason) -> str:
@@ -225,3 +259,14 @@ class AgentLoop:
 
     def _emit(self, kind: EventType, **payload: Any) -> None:
         self._sink.emit(kind, payload)
+
+
+UNKNOWN_OUTCOME = (
+    "This call was started, but the process running it stopped before its result was "
+    "recorded, so whether it had any effect is unknown. Check its effect (for example, "
+    "look at the files or state it would have changed) before calling it again."
+)
+
+
+def _unknown_outcome(call: ToolCall) -> Message:
+    return Message.tool(call.id, UNKNOWN_OUTCOME, name=call.name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -57,10 +57,12 @@ class ToolCallRunner:
         approver: ApprovalHandler | None,
         audit: AuditLog | None,
         context: ToolContext,
+        checkpoint: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._toolset, self._sink, self._policy = toolset, sink, policy
         self._approver = approver or deny_all
         self._audit, self._context = audit, context
+        self._checkpoint = checkpoint or _nothing
 
     async def run(self, step: int, calls: Sequence[ToolCall], limits: Limits) -> list[ToolOutcome]:
         """Run every call of one assistant message; failures become `tool` messages."""
@@ -72,6 +74,9 @@ class ToolCallRunner:
                 tool=call.name,
                 arguments=summarize(call.arguments),
             )
+        # The assistant message and tool_started are durable before anything runs, so a
+        # crash from here on leaves a record that these calls may have started.
+        await self._checkpoint()
         invalid: list[ToolOutcome | None] = []
         verdicts: list[_Verdict] = []
         for call in calls:
@@ -124,6 +129,7 @@ class ToolCallRunner:
             reason=policy.reason,
         )
         self._emit("run_waiting", step=step, reason="approval", call_id=call.id)
+        await self._checkpoint()  # the request survives a restart
         decision = await self._approver(request)
         self._emit(
             "approval_decided",
@@ -178,6 +184,10 @@ _NOT_RUN = _Verdict(
     decision=ApprovalDecision(approved=False, by="validation", reason="invalid call"),
 )
 """The verdict of a call that failed validation: nobody is asked, nothing runs."""
+
+
+async def _nothing() -> None:
+    return None
 
 
 async def _settled(outcome: ToolOutcome) -> ToolOutcome:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, get_args
+
+if TYPE_CHECKING:
+    from harness.core.messages import Message
 
 __all__ = [
     "EVENT_TYPES",
@@ -12,6 +15,7 @@ __all__ = [
     "EventSink",
     "EventType",
     "RunEvent",
+    "RunSink",
     "summarize",
 ]
 
@@ -70,6 +74,27 @@ class EventSink(Protocol):
 
     def emit(self, type: EventType, payload: Mapping[str, Any]) -> None:
         """Record one event of the current run."""
+        ...
+
+
+class RunSink(EventSink, Protocol):
+    """An `EventSink` that also keeps the run's messages and commits them step by step.
+
+    The loop reports each message it adds to the conversation, and calls `checkpoint`
+    where a step's work must be durable before it goes on: after the model answered
+    (before any tool runs) and after the tools answered. Everything reported since the
+    last checkpoint commits together, or not at all.
+    """
+
+    def message(self, message: Message) -> None:
+        """Record one message added to the conversation."""
+        ...
+
+    async def checkpoint(self) -> None:
+        """Commit everything recorded since the last checkpoint.
+
+        It may raise `RunInterrupted` to stop the run at this boundary (pause).
+        """
         ...
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.core.events import EventType, RunEvent
+from harness.core.messages import Message
 
 __all__ = ["EventBus", "RunRecorder", "Subscriber"]
 
@@ -39,12 +40,20 @@ class EventBus:
 
 
 class RunRecorder:
-    """The `EventSink` of one run: numbers events from 1 without gaps and publishes them."""
+    """A `RunSink` in memory: numbers events from 1 without gaps and publishes them."""
 
     def __init__(self, run_id: str, bus: EventBus) -> None:
         self.run_id = run_id
         self.events: list[RunEvent] = []
+        self.messages: list[Message] = []
         self._bus = bus
+
+    def message(self, message: Message) -> None:
+        """Keep one message of the run."""
+        self.messages.append(message)
+
+    async def checkpoint(self) -> None:
+        """Nothing to commit: everything is kept in memory as it happens."""
 
     def emit(self, type: EventType, payload: Mapping[str, Any]) -> None:
         """Record one event of the run."""

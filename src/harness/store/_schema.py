@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration"]
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "VERSION_TABLE", "Migration"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,0 +1,228 @@
+"""Threads that talk to the database so that the event loop never waits on it.
+
+`Writer` owns the one write connection and commits in groups: coroutines queue their
+writes, the thread takes everything queued (up to `max_batch`), runs it in one
+transaction — each write inside its own savepoint, so one failing write does not undo the
+others — commits once, and resolves every caller's future on its own loop. Under load one
+commit serves hundreds of steps. `Readers` runs queries on a small pool of connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from harness.store._sql import Db, Driver
+from harness.store.errors import StoreError
+
+__all__ = ["Readers", "Writer"]
+
+T = TypeVar("T")
+Op = Callable[[Db], Any]
+_Outcome = tuple[Any, BaseException | None]
+_RETRIES = 5
+_log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Request:
+    op: Op
+    future: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop
+
+
+class Writer:
+    """The write connection's thread, committing queued writes in groups.
+
+    Args:
+        driver: Opens connections and translates their errors.
+        max_batch: At most this many writes per transaction; 1 commits every write alone.
+    """
+
+    def __init__(self, driver: Driver, *, max_batch: int = 256) -> None:
+        self._driver = driver
+        self._max_batch = max(1, max_batch)
+        self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
+        self._db: Db | None = None
+        self._thread = threading.Thread(target=self._main, name="harness-store-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, op: Callable[[Db], T]) -> asyncio.Future[T]:
+        """Queue `op`; the future resolves once its transaction committed (or failed)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._queue.put(_Request(op, future, loop))
+        return cast(asyncio.Future[T], future)
+
+    async def stop(self) -> None:
+        """Commit what is queued, close the connection and end the thread."""
+        self._queue.put(None)
+        await asyncio.to_thread(self._thread.join)
+
+    def _main(self) -> None:
+        stopping = False
+        while not stopping:
+            batch, stopping = self._next_batch()
+            if batch:
+                self._commit(batch)
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _next_batch(self) -> tuple[list[_Request], bool]:
+        first = self._queue.get()
+        if first is None:
+            return [], True
+        batch = [first]
+        while len(batch) < self._max_batch:
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if request is None:
+                return batch, True
+            batch.append(request)
+        return batch, False
+
+    def _commit(self, batch: list[_Request]) -> None:
+        for attempt in range(1, _RETRIES + 1):
+            try:
+                outcomes = self._transaction(batch)
+            except Exception as exc:
+                self._drop_if_broken()
+                if attempt < _RETRIES and self._driver.retry_batch(exc):
+                    time.sleep(0.005 * attempt)
+                    continue
+                outcomes = [(None, _translate(self._driver, exc)) for _ in batch]
+            for request, outcome in zip(batch, outcomes, strict=True):
+                _settle(request, outcome)
+            return
+
+    def _transaction(self, batch: list[_Request]) -> list[_Outcome]:
+        if self._db is None:
+            self._db = self._driver.connect()
+        db = self._db
+        db.execute(self._driver.dialect.begin)
+        try:
+            if len(batch) == 1:
+                outcomes = [(batch[0].op(db), None)]
+            else:
+                outcomes = [self._isolated(db, request.op) for request in batch]
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                db.execute("ROLLBACK")
+            raise
+        return outcomes
+
+    def _isolated(self, db: Db, op: Op) -> _Outcome:
+        """Run `op` in a savepoint: its failure undoes its writes and no one else's."""
+        db.execute("SAVEPOINT step")
+        try:
+            value = op(db)
+        except Exception as exc:
+            if self._driver.retry_batch(exc) or not db.usable():
+                raise
+            db.execute("ROLLBACK TO SAVEPOINT step")
+            db.execute("RELEASE SAVEPOINT step")
+            return None, _translate(self._driver, exc)
+        db.execute("RELEASE SAVEPOINT step")
+        return value, None
+
+    def _drop_if_broken(self) -> None:
+        if self._db is not None and not self._db.usable():
+            with contextlib.suppress(Exception):
+                self._db.close()
+            self._db = None
+
+
+def _translate(driver: Driver, exc: Exception) -> BaseException:
+    """A fresh `StoreError` for `exc` (one per caller: tracebacks are not shared)."""
+    error = driver.translate(exc)
+    if error is None:
+        return exc
+    error.__cause__ = exc
+    return error
+
+
+def _settle(request: _Request, outcome: _Outcome) -> None:
+    try:
+        request.loop.call_soon_threadsafe(_resolve, request.future, outcome)
+    except RuntimeError:  # the caller's loop is closed: nobody is waiting any more
+        _log.debug("store write finished after its event loop closed")
+
+
+def _resolve(future: asyncio.Future[Any], outcome: _Outcome) -> None:
+    if future.done():  # the caller was cancelled; the write itself stands
+        return
+    value, error = outcome
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)
+
+
+class Readers:
+    """A few threads, each borrowing a connection of the pool for one read.
+
+    Args:
+        driver: Opens connections and translates their errors.
+        size: Threads and connections at most.
+    """
+
+    def __init__(self, driver: Driver, *, size: int = 2) -> None:
+        self._driver = driver
+        self._executor = ThreadPoolExecutor(max(1, size), thread_name_prefix="harness-store-read")
+        self._idle: queue.SimpleQueue[Db] = queue.SimpleQueue()
+
+    async def run(self, read: Callable[[Db], T]) -> T:
+        """Run `read` on a pooled connection in a reader thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, read)
+
+    async def stop(self) -> None:
+        """Wait for running reads, then close every connection."""
+        await asyncio.to_thread(self._executor.shutdown)
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
+
+    def _call(self, read: Callable[[Db], T]) -> T:
+        try:
+            db = self._borrow()
+            try:
+                return read(db)
+            finally:
+                self._give_back(db)
+        except Exception as exc:
+            error = self._driver.translate(exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _borrow(self) -> Db:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            return self._driver.connect()
+
+    def _give_back(self, db: Db) -> None:
+        if db.usable():
+            self._idle.put(db)
+        else:
+            db.close()
+
+
+def closed_error() -> StoreError:
+    """The error of a call on a closed store."""
+    return StoreError("the store is closed")

@@ -1,0 +1,107 @@
+"""Who owns which run (leases), and the requests other processes send to owners (controls).
+
+A lease is an owner id and an expiry time on the run's row. An owner renews its leases
+while it works; when it dies they expire and another process may claim the runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from harness.store._rows import CONTROL_COLUMNS, RUN_COLUMNS, control_from_row, run_from_row, wrap
+from harness.store._sql import Db, Dialect, marks
+from harness.store.errors import StoreConflict
+from harness.store.protocol import Control, ControlKind, RunRecord, RunState
+
+__all__ = ["claim", "release", "renew", "send_control", "take_controls"]
+
+
+def claim(
+    db: Db,
+    d: Dialect,
+    owner: str,
+    *,
+    lease_s: float,
+    run_ids: Collection[str] | None,
+    states: Collection[RunState],
+    limit: int,
+    now: float,
+) -> list[RunRecord]:
+    """Lease to `owner` the runs in `states` that are free, expired, or already its own."""
+    if not states or (run_ids is not None and not run_ids) or limit <= 0:
+        return []
+    sql = (
+        f"SELECT run_id FROM runs WHERE state IN ({marks(len(states))}) "
+        "AND (owner IS NULL OR owner = ? OR lease_expires_at <= ?)"
+    )
+    params: list[object] = [*states, owner, now]
+    if run_ids is not None:
+        sql += f" AND run_id IN ({marks(len(run_ids))})"
+        params.extend(run_ids)
+    sql += " ORDER BY priority DESC, created_at, run_id LIMIT ?" + d.skip_locked
+    ids = [row[0] for row in db.query(sql, (*params, limit))]
+    if not ids:
+        return []
+    where = f"run_id IN ({marks(len(ids))})"
+    db.execute(
+        f"UPDATE runs SET owner = ?, lease_expires_at = ? WHERE {where}",
+        (owner, now + lease_s, *ids),
+    )
+    rows = db.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE {where}", ids)
+    order = {run_id: i for i, run_id in enumerate(ids)}
+    return sorted((run_from_row(row) for row in rows), key=lambda r: order[r.run_id])
+
+
+def renew(
+    db: Db, owner: str, run_ids: Collection[str], *, lease_s: float, now: float
+) -> list[str]:
+    """Extend `owner`'s leases on `run_ids`; returns the ids it still holds."""
+    if not run_ids:
+        return []
+    where = f"owner = ? AND run_id IN ({marks(len(run_ids))})"
+    db.execute(f"UPDATE runs SET lease_expires_at = ? WHERE {where}", (now + lease_s, owner, *run_ids))
+    return sorted(row[0] for row in db.query(f"SELECT run_id FROM runs WHERE {where}", (owner, *run_ids)))
+
+
+def release(db: Db, owner: str, run_ids: Collection[str] | None) -> None:
+    """Clear `owner`'s leases on `run_ids`, or on every run it holds."""
+    sql = "UPDATE runs SET owner = NULL, lease_expires_at = NULL WHERE owner = ?"
+    if run_ids is None:
+        db.execute(sql, (owner,))
+    elif run_ids:
+        db.execute(f"{sql} AND run_id IN ({marks(len(run_ids))})", (owner, *run_ids))
+
+
+def send_control(
+    db: Db, run_id: str, kind: ControlKind, payload: Mapping[str, Any], now: float
+) -> int:
+    """Queue a control for the run's owner; returns its id."""
+    if not db.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+        raise StoreConflict(f"there is no run {run_id}")
+    body = wrap(payload, f"the payload of control {kind} for run {run_id}")
+    rows = db.query(
+        "INSERT INTO controls (run_id, kind, created_at, body) VALUES (?, ?, ?, ?) RETURNING id",
+        (run_id, kind, now, body),
+    )
+    return int(rows[0][0])
+
+
+def take_controls(db: Db, *, run_id: str | None, owner: str | None, now: float) -> list[Control]:
+    """Mark the pending controls of a run, or of an owner's runs, consumed and return them.
+
+    A concurrent taker waits for the row locks, then finds the rows consumed: every control
+    goes to exactly one caller.
+    """
+    if run_id is not None:
+        scope, key = "run_id = ?", run_id
+    elif owner is not None:
+        scope, key = "run_id IN (SELECT run_id FROM runs WHERE owner = ?)", owner
+    else:
+        return []
+    rows = db.query(
+        "UPDATE controls SET consumed_at = ?, consumed_by = ? "
+        f"WHERE consumed_at IS NULL AND {scope} RETURNING {CONTROL_COLUMNS}",
+        (now, owner, key),
+    )
+    return sorted((control_from_row(row) for row in rows), key=lambda c: c.id)

@@ -1,0 +1,149 @@
+"""Rows of the store to and from harness objects, through the versioned core codec."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, cast
+
+from harness.core.codec import (
+    SCHEMA_VERSION,
+    dumps,
+    event_from_dict,
+    event_to_dict,
+    loads,
+    message_from_dict,
+    message_to_dict,
+    usage_from_dict,
+    usage_to_dict,
+)
+from harness.core.events import EVENT_TYPES, RunEvent
+from harness.core.messages import Message
+from harness.core.results import TerminationReason
+from harness.core.usage import Usage
+from harness.errors import ConfigError
+from harness.store._sql import Row
+from harness.store.protocol import Control, ControlKind, RunRecord, RunState
+
+__all__ = [
+    "CONTROL_COLUMNS",
+    "RUN_COLUMNS",
+    "control_from_row",
+    "encode",
+    "encode_event",
+    "encode_message",
+    "encode_usage",
+    "event_from_body",
+    "message_from_body",
+    "run_from_row",
+    "unwrap",
+    "wrap",
+]
+
+RUN_COLUMNS: Final = (
+    "run_id, agent, state, task, parent_run_id, model, priority, created_at, updated_at, "
+    "started_at, finished_at, usage, result, termination, error, owner, lease_expires_at, "
+    "metadata, last_seq"
+)
+CONTROL_COLUMNS: Final = "id, run_id, kind, created_at, body"
+
+
+def encode(data: dict[str, Any], what: str) -> str:
+    """JSON text of `data`.
+
+    Raises:
+        ConfigError: `data` holds something JSON cannot represent; `what` names it.
+    """
+    try:
+        return dumps(data)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{what} is not JSON-compatible: {exc}") from exc
+
+
+def wrap(data: Mapping[str, Any] | str, what: str) -> str:
+    """JSON text of free-form `data` (metadata, payloads, blobs) inside a versioned envelope.
+
+    Raises:
+        ConfigError: `data` holds something JSON cannot represent; `what` names it.
+    """
+    value = data if isinstance(data, str) else dict(data)
+    return encode({"v": SCHEMA_VERSION, "data": value}, what)
+
+
+def unwrap(body: str) -> Any:
+    """The data inside an envelope written by `wrap`."""
+    return loads(body)["data"]
+
+
+def encode_event(event: RunEvent) -> str:
+    """The stored body of an event.
+
+    Raises:
+        ConfigError: Unknown event type, or a payload that is not JSON-compatible.
+    """
+    if event.type not in EVENT_TYPES:
+        raise ConfigError(f"unknown event type {event.type!r} (run {event.run_id})")
+    return encode(event_to_dict(event), f"the payload of event {event.type} of run {event.run_id}")
+
+
+def event_from_body(body: str) -> RunEvent:
+    """The event stored as `body`."""
+    return event_from_dict(loads(body))
+
+
+def encode_message(message: Message, run_id: str) -> str:
+    """The stored body of a message.
+
+    Raises:
+        ConfigError: A field holds something JSON cannot represent.
+    """
+    return encode(message_to_dict(message), f"a {message.role} message of run {run_id}")
+
+
+def message_from_body(body: str) -> Message:
+    """The message stored as `body`."""
+    return message_from_dict(loads(body))
+
+
+def encode_usage(usage: Usage) -> str:
+    """The stored form of usage counters."""
+    return dumps({"v": SCHEMA_VERSION, **usage_to_dict(usage)})
+
+
+def run_from_row(row: Row) -> RunRecord:
+    """A `RunRecord` from a row selected with `RUN_COLUMNS`."""
+    return RunRecord(
+        run_id=row[0],
+        agent=row[1],
+        state=cast(RunState, row[2]),
+        task=row[3],
+        parent_run_id=row[4],
+        model=row[5],
+        priority=int(row[6]),
+        created_at=float(row[7]),
+        updated_at=float(row[8]),
+        started_at=_float(row[9]),
+        finished_at=_float(row[10]),
+        usage=usage_from_dict(loads(row[11])),
+        result=row[12],
+        termination=cast(TerminationReason | None, row[13]),
+        error=row[14],
+        owner=row[15],
+        lease_expires_at=_float(row[16]),
+        metadata=unwrap(row[17]),
+        last_seq=int(row[18]),
+    )
+
+
+def control_from_row(row: Row) -> Control:
+    """A `Control` from a row selected with `CONTROL_COLUMNS`."""
+    return Control(
+        id=int(row[0]),
+        run_id=row[1],
+        kind=cast(ControlKind, row[2]),
+        created_at=float(row[3]),
+        payload=unwrap(row[4]),
+    )
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)

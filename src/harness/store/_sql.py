@@ -1,0 +1,84 @@
+"""What the SQL of the store needs from a database: a connection and a dialect.
+
+The store's operations are written once, against `Db`, with `?` placeholders; the SQLite
+and PostgreSQL modules adapt their driver to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harness.store.errors import StoreError
+
+__all__ = ["Db", "Dialect", "Driver", "Row", "marks"]
+
+Row = tuple[Any, ...]
+
+
+class Db(Protocol):
+    """One open connection in autocommit mode, used by one thread at a time."""
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> None:
+        """Run one statement."""
+        ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        """Run one statement for each row of parameters."""
+        ...
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
+        """Run one statement and return every row it produced."""
+        ...
+
+    def usable(self) -> bool:
+        """False once the connection is broken and must be replaced."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Dialect:
+    """The few places where the SQL of SQLite and PostgreSQL differ."""
+
+    name: str
+    begin: str
+    """Starts a write transaction (SQLite takes its write lock at once)."""
+    for_update: str
+    """Appended to a SELECT that reads a row the transaction will change."""
+    skip_locked: str
+    """Appended to a SELECT of rows to claim, skipping rows another transaction holds."""
+    serial: str
+    """DDL of an auto-numbered integer primary key."""
+    lock_schema: str | None
+    """A statement that keeps two processes from migrating at the same time."""
+
+
+class Driver(Protocol):
+    """Opens connections to one database and explains its errors."""
+
+    @property
+    def dialect(self) -> Dialect:
+        """The database's dialect."""
+        ...
+
+    def connect(self) -> Db:
+        """Open a new connection."""
+        ...
+
+    def translate(self, exc: Exception) -> StoreError | None:
+        """`exc` as a `StoreError`, or `None` when it is not the driver's error."""
+        ...
+
+    def retry_batch(self, exc: Exception) -> bool:
+        """Whether a transaction that failed with `exc` should run again (a deadlock)."""
+        ...
+
+
+def marks(count: int) -> str:
+    """`?, ?, ?` for `count` parameters."""
+    return ", ".join("?" * count)

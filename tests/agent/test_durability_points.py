@@ -1,0 +1,100 @@
+"""What the loop hands its sink, and when: the ground the durable runtime stands on."""
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from harness.agent import AgentLoop, AgentSpec
+from harness.agent.loop import UNKNOWN_OUTCOME
+from harness.core import Message, ToolCall
+from harness.errors import RunInterrupted
+from harness.testing import ScriptedModel, call, reply
+from harness.tools import Toolset, tool
+
+APPENDED: list[str] = []
+
+
+@tool(side_effects="idempotent")
+def look(path: str) -> str:
+    """Look at a path (safe to repeat)."""
+    APPENDED.append(f"look {path}")
+    return f"saw {path}"
+
+
+@tool(side_effects="mutating")
+def append(line: str) -> str:
+    """Append a line somewhere (not safe to repeat)."""
+    APPENDED.append(f"append {line}")
+    return "appended"
+
+
+class Journal:
+    """A RunSink that writes down the order of everything it is handed."""
+
+    def __init__(self, interrupt_at: int | None = None) -> None:
+        self.entries: list[str] = []
+        self.checkpoints = 0
+        self.interrupt_at = interrupt_at
+
+    def emit(self, type: str, payload: Mapping[str, Any]) -> None:
+        self.entries.append(f"event {type}")
+
+    def message(self, message: Message) -> None:
+        self.entries.append(f"message {message.role}")
+
+    async def checkpoint(self) -> None:
+        self.checkpoints += 1
+        self.entries.append("checkpoint")
+        if self.checkpoints == self.interrupt_at:
+            raise RunInterrupted("pause")
+
+
+def loop_for(model: ScriptedModel, journal: Journal) -> AgentLoop:
+    return AgentLoop(
+        AgentSpec(model=model), model=model, toolset=Toolset([look, append]), sink=journal
+    )  # type: ignore[arg-type]
+
+
+async def test_calls_are_durable_before_they_run_and_results_after() -> None:
+    APPENDED.clear()
+    model = ScriptedModel([reply(None, call("append", {"line": "x"})), reply("done")])
+    journal = Journal()
+    await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
+    entries = journal.entries
+    first_commit = entries.index("checkpoint")
+    assert entries.index("message assistant") < first_commit
+    assert entries.index("event tool_started") < first_commit
+    assert entries.index("event tool_completed") > first_commit
+    assert entries.index("message tool") < entries.index("checkpoint", first_commit + 1)
+
+
+async def test_an_interrupt_at_a_boundary_passes_through_the_loop() -> None:
+    APPENDED.clear()
+    model = ScriptedModel([reply(None, call("append", {"line": "x"})), reply("done")])
+    journal = Journal(interrupt_at=2)  # after the tool results of step 1
+    with pytest.raises(RunInterrupted):
+        await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
+    assert APPENDED == ["append x"]
+    assert len(model.requests) == 1
+
+
+async def test_a_resumed_run_reruns_only_calls_that_are_safe_to_repeat() -> None:
+    APPENDED.clear()
+    interrupted = [
+        Message.system("s"), Message.user("u"),
+        Message.assistant(None, [
+            ToolCall(id="a", name="look", arguments='{"path": "x"}'),
+            ToolCall(id="b", name="append", arguments='{"line": "y"}'),
+        ]),
+    ]  # fmt: skip
+    model = ScriptedModel([reply("finished")])
+    journal = Journal()
+    result = await loop_for(model, journal).run("r", list(interrupted))
+    assert APPENDED == ["look x"]
+    answers = {m.tool_call_id: m.content for m in result.messages if m.role == "tool"}
+    assert answers == {"a": "saw x", "b": UNKNOWN_OUTCOME}
+    sent = model.requests[0].messages
+    assert [m.role for m in sent] == ["system", "user", "assistant", "tool", "tool"]
+    assert result.output == "finished"
+    assert result.termination == "final_answer"

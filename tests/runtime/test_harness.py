@@ -1,3 +1,5 @@
+"""The runtime API over a real SQLite store: submit, wait, events, control, recovery basics."""
+
 import asyncio
 import logging
 from pathlib import Path
@@ -6,8 +8,9 @@ import pytest
 
 from harness import Agent, Harness, Limits, tool
 from harness.core import RunEvent
+from harness.errors import InvalidTransition, RunError, RunQueueFull
 from harness.runtime import EventBus, RunRecorder, Settings
-from harness.testing import ScriptedModel, call, reply
+from harness.testing import FunctionModel, ScriptedModel, call, reply
 
 
 @tool(side_effects="none")
@@ -20,35 +23,174 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path)
 
 
-async def test_harness_runs_an_agent_and_numbers_its_events(tmp_path: Path) -> None:
-    model = ScriptedModel([reply(None, call("add", {"a": 2, "b": 3})), reply("5")])
+def calculator(latency_s: float = 0.0, name: str = "calc") -> Agent:
+    return Agent(
+        name=name,
+        model=ScriptedModel(
+            [reply(None, call("add", {"a": 2, "b": 3})), reply("5")], latency_s=latency_s
+        ),
+        tools=[add],
+    )
+
+
+async def test_a_run_is_durable_and_its_events_are_numbered(tmp_path: Path) -> None:
     seen: list[RunEvent] = []
     async with Harness(settings(tmp_path)) as harness:
-        result = await harness.run(Agent(model=model, tools=[add]), "2+3?", on_event=seen.append)
+        result = await harness.run(calculator(), "2+3?", on_event=seen.append)
+        stored = [e async for e in harness.events(result.run_id)]
+        record = await harness.get(result.run_id)
+        history = await harness.messages(result.run_id)
     assert result.output == "5"
-    assert seen[0].type == "run_submitted"
-    assert seen[0].payload["task"] == "2+3?"
+    assert result.termination == "final_answer"
     assert [e.seq for e in seen] == list(range(1, len(seen) + 1))
-    assert {e.run_id for e in seen} == {result.run_id}
-    assert harness.events(result.run_id) == tuple(seen)
+    assert [(e.seq, e.type) for e in stored] == [(e.seq, e.type) for e in seen]
+    assert seen[0].type == "run_submitted"
+    assert seen[-1].type == "run_finished"
+    assert record.state == "COMPLETED"
+    assert record.usage.requests == 2
+    assert [m.role for m in history] == ["system", "user", "assistant", "tool", "assistant"]
+    assert history == list(result.messages)
 
 
-async def test_concurrent_runs_keep_their_events_apart(tmp_path: Path) -> None:
+async def test_everything_survives_reopening_the_store(tmp_path: Path) -> None:
     async with Harness(settings(tmp_path)) as harness:
-        agents = [
-            Agent(
-                model=ScriptedModel(
-                    [reply(None, call("add", {"a": i, "b": i})), reply(str(2 * i))], latency_s=0.01
-                ),
-                tools=[add],
-            )
-            for i in range(20)
-        ]
+        result = await harness.run(calculator(), "2+3?")
+    async with Harness(settings(tmp_path), execute=False) as reopened:
+        again = await reopened.wait(result.run_id, timeout=5)
+        listed = await reopened.list(state="completed")
+    assert again.output == "5"
+    assert again.messages == result.messages
+    assert [r.run_id for r in listed] == [result.run_id]
+
+
+async def test_many_concurrent_runs_keep_their_events_apart(tmp_path: Path) -> None:
+    async with Harness(settings(tmp_path), max_concurrent=50) as harness:
+        agents = [calculator(latency_s=0.01, name=f"calc{i}") for i in range(40)]
         results = await asyncio.gather(*(harness.run(a, "go") for a in agents))
-    assert [r.output for r in results] == [str(2 * i) for i in range(20)]
-    for r in results:
-        seqs = [e.seq for e in harness.events(r.run_id)]
-        assert seqs == list(range(1, len(seqs) + 1))
+        for r in results:
+            seqs = [e.seq async for e in harness.events(r.run_id)]
+            assert seqs == list(range(1, len(seqs) + 1))
+    assert all(r.output == "5" for r in results)
+
+
+async def test_events_follow_a_run_live_from_any_seq(tmp_path: Path) -> None:
+    async with Harness(settings(tmp_path)) as harness:
+        run_id = await harness.submit(calculator(latency_s=0.05), "2+3?")
+        live = [e async for e in harness.events(run_id)]
+        later = [e async for e in harness.events(run_id, after_seq=3)]
+    assert live[-1].type == "run_finished"
+    assert [e.seq for e in later] == list(range(4, live[-1].seq + 1))
+
+
+async def test_cancel_during_a_model_call_keeps_what_was_done(tmp_path: Path) -> None:
+    model = FunctionModel(lambda r: reply("never"), latency_s=30)
+    agent = Agent(name="slow", model=model)
+    async with Harness(settings(tmp_path)) as harness:
+        run_id = await harness.submit(agent, "wait")
+        while (await harness.get(run_id)).state != "RUNNING" or not model.requests:
+            await asyncio.sleep(0.02)
+        await harness.cancel(run_id, reason="changed my mind")
+        result = await harness.wait(run_id, timeout=10)
+        record = await harness.get(run_id)
+        events = [e async for e in harness.events(run_id)]
+    assert result.termination == "cancelled"
+    assert record.state == "CANCELLED"
+    cancelled = events[-1]
+    assert cancelled.type == "run_cancelled"
+    assert cancelled.payload["reason"] == "changed my mind"
+    assert str(cancelled.payload["by"]).startswith("user:")
+    assert [m.role for m in result.messages] == ["system", "user"]
+
+
+async def test_pause_at_a_step_boundary_then_resume(tmp_path: Path) -> None:
+    calls = 0
+
+    def slow_then_done(request: object) -> object:
+        nonlocal calls
+        calls += 1
+        return reply(None, call("add", {"a": calls, "b": 1})) if calls < 3 else reply("done")
+
+    agent = Agent(
+        name="pausable",
+        model=FunctionModel(slow_then_done, latency_s=0.2),  # type: ignore[arg-type]
+        tools=[add],
+    )
+    async with Harness(settings(tmp_path)) as harness:
+        run_id = await harness.submit(agent, "count")
+        while calls < 1:
+            await asyncio.sleep(0.01)
+        await harness.pause(run_id)
+        while (await harness.get(run_id)).state != "PAUSED":
+            await asyncio.sleep(0.02)
+        paused_at = calls
+        await asyncio.sleep(0.5)
+        assert calls == paused_at  # nothing happens while paused
+        with pytest.raises(InvalidTransition, match=f"cannot pause run {run_id}: it is PAUSED"):
+            await harness.pause(run_id)
+        assert await harness.resume(run_id) == run_id
+        result = await harness.wait(run_id, timeout=10)
+        kinds = [e.type async for e in harness.events(run_id)]
+    assert result.output == "done"
+    assert "run_paused" in kinds
+    assert "run_resumed" in kinds
+
+
+async def test_resume_of_a_failed_run_starts_a_new_run_from_its_history(tmp_path: Path) -> None:
+    answers = iter(
+        [
+            reply(None, call("add", {"a": 1, "b": 1})),
+            RuntimeError("provider down"),
+            reply("recovered"),
+        ]
+    )
+
+    def flaky(request: object) -> object:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    agent = Agent(name="flaky", model=FunctionModel(flaky), tools=[add])  # type: ignore[arg-type]
+    async with Harness(settings(tmp_path)) as harness:
+        failed = await harness.run(agent, "add")
+        assert failed.termination == "error"
+        assert (await harness.get(failed.run_id)).state == "FAILED"
+        new_id = await harness.resume(failed.run_id)
+        result = await harness.wait(new_id, timeout=10)
+        record = await harness.get(new_id)
+    assert new_id != failed.run_id
+    assert record.parent_run_id == failed.run_id
+    assert result.output == "recovered"
+    assert [m.role for m in result.messages][:4] == ["system", "user", "assistant", "tool"]
+
+
+async def test_illegal_moves_say_why(tmp_path: Path) -> None:
+    async with Harness(settings(tmp_path)) as harness:
+        done = await harness.run(calculator(), "2+3?")
+        with pytest.raises(InvalidTransition, match=r"cannot pause run .*: it is COMPLETED"):
+            await harness.pause(done.run_id)
+        with pytest.raises(InvalidTransition, match=r"cannot cancel run .*: it is COMPLETED"):
+            await harness.cancel(done.run_id)
+        with pytest.raises(InvalidTransition, match=r"cannot resume run .*: it is COMPLETED"):
+            await harness.resume(done.run_id)
+        with pytest.raises(RunError, match="no run run_missing"):
+            await harness.get("run_missing")
+
+
+async def test_a_queue_at_its_bound_refuses_more(tmp_path: Path) -> None:
+    async with Harness(settings(tmp_path), execute=False, max_queue=3) as harness:
+        for _ in range(3):
+            await harness.submit(calculator(), "queued")
+        with pytest.raises(RunQueueFull, match="3 runs are already waiting"):
+            await harness.submit(calculator(), "one too many")
+
+
+async def test_a_pending_run_can_be_cancelled_before_it_starts(tmp_path: Path) -> None:
+    async with Harness(settings(tmp_path), execute=False) as harness:
+        run_id = await harness.submit(calculator(), "never runs")
+        await harness.cancel(run_id)
+        record = await harness.get(run_id)
+    assert record.state == "CANCELLED"
 
 
 def test_run_sync_is_a_thin_wrapper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,3 +219,21 @@ def test_a_failing_subscriber_never_breaks_the_run(caplog: pytest.LogCaptureFixt
     unsubscribe()
     recorder.emit("step_started", {"step": 3})
     assert received == [1, 2]
+
+
+async def test_a_slow_subscriber_never_slows_a_run(tmp_path: Path) -> None:
+    received: list[RunEvent] = []
+
+    async def slow(event: RunEvent) -> None:
+        await asyncio.sleep(0.2)
+        received.append(event)
+
+    async with Harness(settings(tmp_path)) as harness:
+        subscription = harness.bus.attach(slow)
+        result = await harness.run(calculator(), "2+3?")
+        finished_when_delivered = len(received)
+        await subscription.close()
+        total = (await harness.get(result.run_id)).last_seq
+    assert result.output == "5"
+    assert finished_when_delivered < total  # the run did not wait for its subscriber
+    assert [e.seq for e in received] == list(range(1, total + 1))  # yet it got every event

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,8 +74,19 @@ class AgentLoop:
         self._results = results or MemoryResultStore()
         self._tools: ToolCallRunner
 
-    async def run(self, run_id: str, messages: list[Message]) -> RunResult:
-        """Run the loop on `messages` (system prompt and task first); never raises but cancel."""
+    async def run(
+        self, run_id: str, messages: list[Message], *, not_started: Collection[str] = ()
+    ) -> RunResult:
+        """Run the loop on `messages` (system prompt and task first).
+
+        It never raises, except `CancelledError` and `RunInterrupted` (pause).
+
+        Args:
+            run_id: The run.
+            messages: The conversation so far; a resumed run's history.
+            not_started: Ids of tool calls in the history known never to have started
+                (they were waiting for approval); on resume they go through as new calls.
+        """
         state = _State(run_id=run_id, messages=messages, started=time.monotonic())
         context = ToolContext(run_id=run_id, workspace=self._spec.workspace, results=self._results)
         self._tools = ToolCallRunner(
@@ -96,7 +108,7 @@ class AgentLoop:
         )
         error_type = None
         try:
-            await self._settle_interrupted_calls(state)
+            await self._settle_interrupted_calls(state, not_started)
             result = await self._steps(state)
         except (asyncio.CancelledError, RunInterrupted):
             raise
@@ -137,7 +149,7 @@ class AgentLoop:
             await self._sink.checkpoint()
         return self._result(state, self._stopped_report(state, stop), stop)
 
-    async def _settle_interrupted_calls(self, state: _State) -> None:
+    async def _settle_interrupted_calls(self, state: _State, not_started: Collection[str]) -> None:
         """Answer the tool calls of a resumed run that never got their results.
 
         A call of a tool without side effects, or an idempotent one, runs again; any other
@@ -148,7 +160,7 @@ class AgentLoop:
             return
         answered = {m.tool_call_id for m in state.messages if m.role == "tool"}
         pending = tuple(c for c in last.tool_calls if c.id not in answered)
-        rerun = tuple(c for c in pending if self._safe_to_repeat(c))
+        rerun = tuple(c for c in pending if c.id in not_started or self._safe_to_repeat(c))
         outcomes = {
             o.call.id: o for o in await self._tools.run(state.step, rerun, self._spec.limits)
         }

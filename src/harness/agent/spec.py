@@ -33,6 +33,8 @@ class AgentSpec:
     """A short name, recorded with every run."""
     model: str | Model = "local"
     """A profile name, `openai:MODEL_NAME`, or a `Model` object."""
+    base_url: str | None = None
+    """Server address for a model given by name; overrides the profile's."""
     instructions: str = DEFAULT_INSTRUCTIONS
     """The system prompt."""
     tools: Sequence[ToolSpec | str] = ()

@@ -13,9 +13,9 @@ from harness.agent.spec import AgentSpec
 from harness.core.events import RunEvent
 from harness.core.results import RunResult
 from harness.core.usage import Limits
-from harness.errors import ConfigError
+from harness.errors import ConfigError, HarnessError
 from harness.runtime.harness import Harness
-from harness.runtime.settings import load_settings
+from harness.runtime.settings import Settings, load_settings
 
 __all__ = ["app", "main"]
 
@@ -75,6 +75,9 @@ def run(
         typer.Option("--mcp", help="Give the agent the tools of this [mcp.NAME] server."),
     ] = None,
     stream: Annotated[bool, typer.Option(help="Stream the model's text as it arrives.")] = False,
+    detach: Annotated[
+        bool, typer.Option(help="Queue the run for `harness worker`, print its id and exit.")
+    ] = False,
     json_output: Annotated[
         bool,
         typer.Option("--json", help="Print one JSON event per line instead of a readable account."),
@@ -89,6 +92,7 @@ def run(
         agent = AgentSpec(
             name="cli",
             model=model or settings.default_model,
+            base_url=base_url,
             tools=_tool_names(tools),
             limits=limits,
             workspace=workspace.resolve() if workspace else None,
@@ -98,7 +102,17 @@ def run(
             approvals=settings.approvals,
         )
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
+    unknown = [name for name in mcp or () if name not in settings.mcp_servers]
+    if unknown:
+        known = ", ".join(sorted(settings.mcp_servers)) or "none"
+        fail(
+            f"no MCP server named {unknown[0]!r} in {settings.home / 'harness.toml'} "
+            f"(configured: {known}); add an [mcp.{unknown[0]}] table with a command or url"
+        )
+    if detach:
+        typer.echo(_submit(settings, agent, task))
+        return
     failures: list[RunEvent] = []
     renderer = JsonRenderer() if json_output else LiveRenderer()
 
@@ -109,10 +123,10 @@ def run(
 
     try:
         result = asyncio.run(
-            _run(Harness(settings, base_url=base_url), agent, task, stream, on_event)
+            _run(Harness(settings, base_url=base_url, adopt=False), agent, task, stream, on_event)
         )
-    except ConfigError as exc:
-        _fail(str(exc))
+    except HarnessError as exc:
+        fail(str(exc))
     if failures:
         _explain_failure(failures[-1], json_output)
     raise typer.Exit(0 if result.ok else 1)
@@ -124,86 +138,6 @@ def demo() -> None:
     from harness.cli.demo import run_demo
 
     raise typer.Exit(run_demo())
-
-
-@app.command()
-def approve(
-    run_id: Annotated[str, typer.Argument(metavar="RUN", help="The run id.")],
-    call_id: Annotated[str, typer.Argument(metavar="CALL", help="The tool call id.")],
-) -> None:
-    """Let a tool call that is waiting for approval run."""
-    _decide(run_id, call_id, approved=True, reason=None)
-
-
-@app.command()
-def deny(
-    run_id: Annotated[str, typer.Argument(metavar="RUN", help="The run id.")],
-    call_id: Annotated[str, typer.Argument(metavar="CALL", help="The tool call id.")],
-    reason: Annotated[str, typer.Option(help="Why; the model is told.")] = "denied by the user",
-) -> None:
-    """Refuse a tool call that is waiting for approval; the model gets the reason."""
-    _decide(run_id, call_id, approved=False, reason=reason)
-
-
-@app.command()
-def approvals() -> None:
-    """List the tool calls waiting for approval."""
-    from harness.runtime.approvals import ApprovalInbox
-
-    pending = ApprovalInbox(load_settings().home).pending()
-    for request in pending:
-        typer.echo(f"{request.run_id} {request.call_id} {request.tool} {request.arguments}")
-    if not pending:
-        typer.echo("No tool call is waiting for approval.")
-
-
-@app.command()
-def audit(
-    run_id: Annotated[str, typer.Argument(metavar="RUN", help="The run id.")],
-    json_output: Annotated[bool, typer.Option("--json", help="One JSON record per line.")] = False,
-) -> None:
-    """Show the audit record of every tool call of a run."""
-    from harness.tools.audit import JsonlAuditLog
-
-    records = JsonlAuditLog(load_settings().home / "audit.jsonl").for_run(run_id)
-    for record in records:
-        if json_output:
-            typer.echo(record.to_json())
-        else:
-            typer.echo(
-                f"{record.call_id} {record.tool} {record.status} decision={record.decision} "
-                f"by={record.decided_by} sandbox={record.sandbox or '-'} "
-                f"exit={record.exit_code} {record.duration_s:.3f}s {record.arguments[:80]}"
-            )
-    if not records:
-        _fail(f"no audit records for run {run_id}")
-
-
-workspace_app = typer.Typer(help="Workspaces the bash sandbox can use.", no_args_is_help=True)
-app.add_typer(workspace_app, name="workspace")
-
-
-@workspace_app.command("new")
-def workspace_new() -> None:
-    """Create an empty workspace owned by the sandbox user and print its path."""
-    from harness.tools.sandbox import make_workspace
-
-    typer.echo(make_workspace())
-
-
-def _decide(run_id: str, call_id: str, *, approved: bool, reason: str | None) -> None:
-    import getpass
-
-    from harness.runtime.approvals import ApprovalInbox
-
-    try:
-        request = ApprovalInbox(load_settings().home).decide(
-            run_id, call_id, approved=approved, by=f"user:{getpass.getuser()}", reason=reason
-        )
-    except ConfigError as exc:
-        _fail(str(exc))
-    verb = "approved" if approved else "denied"
-    typer.echo(f"{verb}: {request.tool} {request.arguments} (run {run_id}, call {call_id})")
 
 
 @app.command()
@@ -225,6 +159,17 @@ async def _run(
         return await harness.run(agent, task, stream=stream, on_event=renderer)
 
 
+def _submit(settings: Settings, agent: AgentSpec, task: str) -> str:
+    async def go() -> str:
+        async with Harness(settings, execute=False) as harness:
+            return await harness.submit(agent, task)
+
+    try:
+        return asyncio.run(go())
+    except HarnessError as exc:
+        fail(str(exc))
+
+
 def _tool_names(option: str) -> list[str]:
     names = [name.strip() for name in option.split(",") if name.strip()]
     return [] if names == ["none"] else names
@@ -240,7 +185,7 @@ def _explain_failure(event: RunEvent, json_output: bool) -> None:
         print_hint(hint)
 
 
-def _fail(message: str) -> NoReturn:
+def fail(message: str) -> NoReturn:
     from harness.cli.render import print_error
 
     print_error(message)
@@ -249,4 +194,6 @@ def _fail(message: str) -> NoReturn:
 
 def main() -> None:
     """Entry point of the `harness` console script."""
+    from harness.cli import runs  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
     app()

@@ -124,7 +124,7 @@ def run_demo() -> int:
         )
     bash = bash_tool(cwd=workspace, sandbox=sandbox, allow_unsandboxed=not status.available)
     agent = AgentSpec(name="demo", model=demo_model(), tools=[bash], workspace=workspace)
-    harness = Harness(settings, approver=_approve_scripted_commands)
+    harness = Harness(settings, approver=_approve_scripted_commands, adopt=False)
     result = asyncio.run(_run(harness, agent))
     print_note(
         'Next: point it at a real model, e.g. `harness run "..."` with llama.cpp on '

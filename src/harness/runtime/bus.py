@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from harness.core.events import EventType, RunEvent
 from harness.core.messages import Message
 
-__all__ = ["EventBus", "RunRecorder", "Subscriber"]
+__all__ = ["EventBus", "RunRecorder", "Subscriber", "Subscription"]
 
 Subscriber = Callable[[RunEvent], None]
+AsyncSubscriber = Callable[[RunEvent], Awaitable[None] | None]
 _log = logging.getLogger(__name__)
 
 
@@ -30,6 +34,19 @@ class EventBus:
         self._subscribers.append(subscriber)
         return lambda: self._subscribers.remove(subscriber)
 
+    def attach(self, subscriber: AsyncSubscriber, *, max_queue: int = 100_000) -> Subscription:
+        """Add a subscriber that gets events through a queue and a task of its own.
+
+        However slow it is, publishing never waits for it: past `max_queue` waiting events
+        the oldest are dropped and counted in `Subscription.dropped` (the store still has
+        them all). Call `await subscription.close()` to deliver what is queued and stop.
+        Needs a running event loop.
+        """
+        subscription = Subscription(subscriber, max_queue=max_queue)
+        self._subscribers.append(subscription.offer)
+        subscription.detach = lambda: self._subscribers.remove(subscription.offer)
+        return subscription
+
     def publish(self, event: RunEvent) -> None:
         """Hand `event` to every subscriber."""
         for subscriber in tuple(self._subscribers):
@@ -37,6 +54,52 @@ class EventBus:
                 subscriber(event)
             except Exception:
                 _log.exception("event subscriber %r failed on %s", subscriber, event.type)
+
+
+class Subscription:
+    """A subscriber fed from a queue by its own task; see `EventBus.attach`."""
+
+    def __init__(self, subscriber: AsyncSubscriber, *, max_queue: int) -> None:
+        self._subscriber = subscriber
+        self._queue: deque[RunEvent] = deque()
+        self._max = max_queue
+        self._ready = asyncio.Event()
+        self._closing = False
+        self._task = asyncio.get_running_loop().create_task(self._deliver())
+        self.dropped = 0
+        """Events dropped because the subscriber fell more than `max_queue` behind."""
+        self.detach: Callable[[], None] = lambda: None
+
+    def offer(self, event: RunEvent) -> None:
+        """Queue one event; never blocks."""
+        if len(self._queue) >= self._max:
+            self._queue.popleft()
+            self.dropped += 1
+        self._queue.append(event)
+        self._ready.set()
+
+    async def close(self) -> None:
+        """Stop receiving, deliver everything queued, and end the task."""
+        self.detach()
+        self._closing = True
+        self._ready.set()
+        await self._task
+
+    async def _deliver(self) -> None:
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            while self._queue:
+                event = self._queue.popleft()
+                try:
+                    result = self._subscriber(event)
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception:
+                    _log.exception("event subscriber %r failed on %s", self._subscriber, event.type)
+                await asyncio.sleep(0)
+            if self._closing:
+                return
 
 
 class RunRecorder:

@@ -1,73 +1,104 @@
-"""`Harness`: the composition root that turns an agent and a task into a run."""
+"""`Harness`: the runtime API — submit, wait, cancel, pause, resume, approve, watch.
+
+Every run lives in the store (SQLite under `HARNESS_HOME` by default): its state, events and
+messages. A `Harness` executes the runs it can (those of agents it knows), holding a lease on
+each that it renews; runs whose owner died are taken over by the next `Harness` on the store.
+Other processes steer a run through control requests in the store.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Callable
+import getpass
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
 from typing import Any
-from weakref import WeakKeyDictionary
 
-from harness.agent.loop import AgentLoop
 from harness.agent.spec import AgentSpec
 from harness.core.events import RunEvent
 from harness.core.ids import new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
-from harness.errors import ConfigError
-from harness.gateway.model import Model
-from harness.gateway.profiles import resolve_model
-from harness.runtime.approvals import ApprovalInbox
-from harness.runtime.bus import EventBus, RunRecorder
-from harness.runtime.settings import CONFIG_FILE, Settings, load_settings
-from harness.tools import (
-    READ_RESULT,
-    ApprovalHandler,
-    AuditLog,
-    JsonlAuditLog,
-    MemoryResultStore,
-    Toolset,
-    ToolSpec,
-)
-from harness.tools.mcp import MCPServerConfig, MCPToolSource
+from harness.errors import ConfigError, RunError, RunQueueFull
+from harness.runtime.bus import EventBus
+from harness.runtime.executor import RunExecutor
+from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
+from harness.runtime.resources import AgentResources
+from harness.runtime.runs import agent_metadata
+from harness.runtime.settings import Settings, load_settings
+from harness.store import open_store
+from harness.store.protocol import EventStore, NewEvent, NewRun, RunRecord
+from harness.tools import ApprovalHandler, AuditLog
 
 __all__ = ["Harness"]
 
 
 class Harness:
-    """Runs agents: resolves models and tools, numbers events, and fans them out.
+    """Hosts many runs at once, durably, and lets any process steer them.
 
-    Use it as an async context manager so that model clients it opened are closed.
+    Use it as an async context manager: it opens the store, starts executing runs, and on
+    exit stops them at once (their leases are released, so another process takes them over).
 
     Args:
         settings: Configuration; read from `HARNESS_HOME/harness.toml` when omitted.
+        store: An open store, or a target for `open_store`; defaults to `HARNESS_STORE`,
+            else `HARNESS_HOME/harness.db`.
+        agents: Agents this process can execute besides the ones it submits.
         base_url: Overrides the server address of every model resolved from a string.
-        approver: Decides tool calls that need approval; by default they wait in the
-            `HARNESS_HOME/approvals` inbox for `harness approve` or `harness deny`.
-        audit: Receives one record per tool call; by default `HARNESS_HOME/audit.jsonl`.
+        approver: Decides tool calls that need approval; by default they wait for
+            `approve`/`deny` from any process (e.g. `harness approve RUN CALL`).
+        audit: Receives one record per tool call; by default the store keeps them.
+        max_concurrent: Runs executing at once in this process.
+        max_queue: Pending runs the store may hold before `submit` refuses more.
+        model_limits: Runs executing at once per model name.
+        lease_s: How long a lease lasts unless renewed.
+        execute: Execute runs in this process; `False` only submits and steers.
+        adopt: Also execute runs submitted by other processes, and take over runs whose
+            owner died; `False` executes only the runs submitted here.
     """
 
     def __init__(
         self,
         settings: Settings | None = None,
         *,
+        store: EventStore | str | None = None,
+        agents: tuple[AgentSpec, ...] = (),
         base_url: str | None = None,
         approver: ApprovalHandler | None = None,
         audit: AuditLog | None = None,
+        max_concurrent: int = 64,
+        max_queue: int = 10_000,
+        model_limits: Mapping[str, int] | None = None,
+        lease_s: float = 15.0,
+        execute: bool = True,
+        adopt: bool = True,
     ) -> None:
         self.settings = settings or load_settings()
         self.bus = EventBus()
-        self.approver: ApprovalHandler = approver or ApprovalInbox(self.settings.home)
-        self.audit: AuditLog = audit or JsonlAuditLog(self.settings.home / "audit.jsonl")
-        self.results = MemoryResultStore()
-        self._base_url = base_url
-        self._opened: list[Model] = []
-        self._runs: dict[str, RunRecorder] = {}
-        self._toolsets: WeakKeyDictionary[AgentSpec, Toolset] = WeakKeyDictionary()
-        self._mcp_sources: dict[str, MCPToolSource] = {}
-        self._exits = contextlib.AsyncExitStack()
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('h')[-8:]}"
+        self._store_target = store if isinstance(store, str) else None
+        self._store: EventStore | None = None if isinstance(store, str) else store
+        self._owns_store = self._store is None
+        self._agents: dict[str, AgentSpec] = {a.name: a for a in agents}
+        self._resources = AgentResources(self.settings, base_url=base_url)
+        self._approver, self._audit = approver, audit
+        self._limits = (max_concurrent, max_queue, dict(model_limits or {}), lease_s)
+        self._execute, self._adopt = execute, adopt
+        self._executor: RunExecutor | None = None
+        self._finished: dict[str, asyncio.Event] = {}
+
+    @property
+    def store(self) -> EventStore:
+        """The open store."""
+        if self._store is None:
+            raise ConfigError("the Harness is not open: use `async with Harness() as h:`")
+        return self._store
 
     async def __aenter__(self) -> Harness:
+        await self.open()
         return self
 
     async def __aexit__(
@@ -75,16 +106,95 @@ class Harness:
     ) -> None:
         await self.aclose()
 
+    async def open(self) -> None:
+        """Open the store and, unless `execute=False`, start executing runs."""
+        if self._store is None:
+            target = self._store_target or os.environ.get("HARNESS_STORE")
+            home = self.settings.home
+            home.mkdir(parents=True, exist_ok=True)
+            self._store = await open_store(target or home / "harness.db")
+        self.bus.subscribe(self._note_finished)
+        if self._execute:
+            max_concurrent, _, model_limits, lease_s = self._limits
+            self._executor = RunExecutor(
+                self.store,
+                self.bus,
+                self._resources,
+                owner=self.owner,
+                agents=self._agents,
+                approver=self._approver,
+                audit=self._audit,
+                max_concurrent=max_concurrent,
+                model_limits=model_limits,
+                lease_s=lease_s,
+                adopt=self._adopt,
+            )
+            self._executor.start()
+
     async def aclose(self) -> None:
-        """Close the model clients and MCP servers this harness opened."""
-        await self._exits.aclose()
-        self._mcp_sources.clear()
-        for model in self._opened:
-            closer: Callable[[], Any] | None = getattr(model, "aclose", None)
-            if closer is not None:
-                with contextlib.suppress(Exception):
-                    await closer()
-        self._opened.clear()
+        """Stop executing (leases are released), close models, MCP servers and the store."""
+        if self._executor is not None:
+            await self._executor.stop()
+            self._executor = None
+        await self._resources.aclose()
+        if self._store is not None and self._owns_store:
+            await self._store.close()
+            self._store = None
+
+    def register(self, agent: AgentSpec) -> None:
+        """Let this process execute runs of `agent` (matched by name)."""
+        self._agents[agent.name] = agent
+
+    async def submit(
+        self,
+        agent: AgentSpec,
+        task: str,
+        *,
+        priority: int = 0,
+        parent_run_id: str | None = None,
+        history: list[Message] | None = None,
+    ) -> str:
+        """Queue a run of `agent` on `task` and return its id; it starts when there is room.
+
+        Raises:
+            RunQueueFull: The queue of pending runs is at its bound.
+        """
+        _, max_queue, _, _ = self._limits
+        pending = await self.store.list_runs(state="PENDING", limit=max_queue)
+        if len(pending) >= max_queue:
+            raise RunQueueFull(
+                f"{len(pending)} runs are already waiting (max_queue={max_queue}); "
+                "submit later, or raise max_queue / the concurrency limits"
+            )
+        self.register(agent)
+        run_id = new_id("run")
+        messages = history or [Message.system(agent.instructions), Message.user(task)]
+        metadata = {"agent": agent_metadata(agent)} if agent_metadata(agent) else {}
+        model = agent.model if isinstance(agent.model, str) else agent.model.name
+        self._finished[run_id] = asyncio.Event()
+        created = await self.store.create_run(
+            NewRun(
+                run_id=run_id,
+                agent=agent.name,
+                task=task,
+                parent_run_id=parent_run_id,
+                model=model,
+                priority=priority,
+                metadata=metadata,
+            ),
+            events=[
+                NewEvent(
+                    type="run_submitted",
+                    payload={"agent": agent.name, "task": task, "parent_run_id": parent_run_id},
+                )
+            ],
+            messages=messages,
+        )
+        self._publish(created)
+        if self._executor is not None:
+            self._executor.own.add(run_id)
+            self._executor.wake()
+        return run_id
 
     async def run(
         self,
@@ -93,101 +203,242 @@ class Harness:
         *,
         stream: bool = False,
         on_event: Callable[[RunEvent], None] | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (the seed's API names it so)
     ) -> RunResult:
-        """Run `agent` on `task` in this process and return its result.
+        """Submit `agent` on `task`, wait for the end, and return the result.
 
         Args:
-            agent: The agent to run.
-            task: The user's task, sent as the first user message.
-            stream: Use streaming model responses (text deltas become `model_delta` events).
-            on_event: Called with every event of this run, as it happens.
+            agent: The agent.
+            task: The task.
+            stream: Use streaming model responses (`model_delta` events, seq 0).
+            on_event: Called with every event of the run as it happens.
+            timeout: Seconds to wait; `None` waits as long as the run takes.
         """
-        run_id = new_id("run")
-        recorder = RunRecorder(run_id, self.bus)
-        self._runs[run_id] = recorder
-        unsubscribe = self.bus.subscribe(_only(run_id, on_event)) if on_event else None
+        if stream:
+            self.register(agent)
+            if self._executor is not None:
+                self._executor.streaming.add(agent.name)
+        watcher = _Watcher(on_event) if on_event else None
+        subscription = self.bus.attach(watcher) if watcher else None
         try:
-            recorder.emit("run_submitted", {"agent": agent.name, "task": task})
-            loop = AgentLoop(
-                agent,
-                model=self._model(agent),
-                toolset=await self._toolset(agent),
-                sink=recorder,
-                stream=stream,
-                approver=self.approver,
-                audit=self.audit,
-                results=self.results,
-            )
-            messages = [Message.system(agent.instructions), Message.user(task)]
-            return await loop.run(run_id, messages)
+            run_id = await self.submit(agent, task)
+            if watcher:
+                watcher.run_id = run_id
+                await watcher.replay(self.store)
+            return await self.wait(run_id, timeout=timeout)
         finally:
-            if unsubscribe:
-                unsubscribe()
+            if subscription:
+                await subscription.close()
 
-    async def _mcp_tools(self, agent: AgentSpec) -> list[ToolSpec]:
-        """Tools of the agent's MCP servers; each server starts once per `Harness`."""
-        specs: list[ToolSpec] = []
-        for entry in agent.mcp:
-            config = entry if isinstance(entry, MCPServerConfig) else self._mcp_config(entry)
-            source = self._mcp_sources.get(config.name)
-            if source is None:
-                log = self.settings.home / "logs" / f"mcp-{config.name}.log"
-                log.parent.mkdir(parents=True, exist_ok=True)
-                errlog = self._exits.enter_context(log.open("a", encoding="utf-8"))
-                source = await self._exits.enter_async_context(MCPToolSource(config, errlog=errlog))
-                self._mcp_sources[config.name] = source
-            specs.extend(source.tools)
-        return specs
+    async def wait(
+        self,
+        run_id: str,
+        timeout: float | None = None,  # noqa: ASYNC109 (the seed's API: wait(run_id, timeout))
+    ) -> RunResult:
+        """Wait until the run ends and return its result.
 
-    def _mcp_config(self, name: str) -> MCPServerConfig:
-        try:
-            return self.settings.mcp_servers[name]
-        except KeyError:
-            known = ", ".join(sorted(self.settings.mcp_servers)) or "none"
+        Raises:
+            TimeoutError: It did not end within `timeout` seconds.
+        """
+        async with asyncio.timeout(timeout):
+            while True:
+                record = await self._record(run_id)
+                if RunState(record.state) in TERMINAL:
+                    return await self._result(record)
+                finished = self._finished.setdefault(run_id, asyncio.Event())
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.5):  # runs executed elsewhere are polled
+                        await finished.wait()
+
+    async def get(self, run_id: str) -> RunRecord:
+        """The run as the store knows it."""
+        return await self._record(run_id)
+
+    async def list(
+        self,
+        *,
+        state: str | None = None,
+        agent: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """Runs matching every filter given, newest first."""
+        states = RunState(state.upper()) if state else None
+        return await self.store.list_runs(
+            state=states, agent=agent, since=since, until=until, limit=limit
+        )
+
+    async def messages(self, run_id: str) -> list[Message]:
+        """The run's exact message history, rebuilt from the store."""
+        await self._record(run_id)
+        return await self.store.messages(run_id)
+
+    async def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[RunEvent]:
+        """The run's events after `after_seq`: stored ones first, then new ones as they come.
+
+        Ends after the run's last event.
+        """
+        seq = after_seq
+        while True:
+            batch = await self.store.events(run_id, after_seq=seq)
+            for event in batch:
+                yield event
+                seq = event.seq
+            if not batch:
+                record = await self._record(run_id)
+                if RunState(record.state) in TERMINAL and record.last_seq <= seq:
+                    return
+                await asyncio.sleep(0.05)
+
+    async def cancel(self, run_id: str, *, reason: str | None = None) -> None:
+        """Cancel the run: a model call or tool in flight is interrupted; what was done stays."""
+        by = f"user:{getpass.getuser()}"
+        record = await self._record(run_id)
+        state = RunState(record.state)
+        check_transition(run_id, state, RunState.CANCELLED, verb="cancel")
+        if state in (RunState.PENDING, RunState.PAUSED):
+            payload = {"by": by, "reason": reason}
+            moved = await self.store.transition(
+                run_id,
+                [state.value],
+                "CANCELLED",
+                events=[NewEvent(type="run_cancelled", payload=payload)],
+            )
+            if moved is not None:
+                self._publish(moved)
+                return
+        await self.store.send_control(run_id, "cancel", {"by": by, "reason": reason})
+
+    async def pause(self, run_id: str) -> None:
+        """Pause the run at its next step boundary."""
+        record = await self._record(run_id)
+        check_transition(run_id, RunState(record.state), RunState.PAUSED, verb="pause")
+        await self.store.send_control(run_id, "pause", {"by": f"user:{getpass.getuser()}"})
+
+    async def resume(self, run_id: str) -> str:
+        """Continue a PAUSED run (same id), or start a new run from a FAILED or CANCELLED one.
+
+        Returns:
+            The id of the run that continues: the same, or the new one.
+        """
+        record = await self._record(run_id)
+        state = RunState(record.state)
+        if state in (RunState.FAILED, RunState.CANCELLED):
+            return await self._continue(record)
+        check_transition(run_id, state, RunState.PENDING, verb="resume")
+        moved = await self.store.transition(
+            run_id, ["PAUSED"], "PENDING", events=[NewEvent(type="run_resumed", payload={})]
+        )
+        if moved is None:
+            raise RunError(f"cannot resume run {run_id}: it changed state meanwhile")
+        self._publish(moved)
+        if self._executor is not None:
+            self._executor.wake()
+        return run_id
+
+    async def approve(self, run_id: str, call_id: str, *, by: str | None = None) -> None:
+        """Let a tool call that waits for approval run."""
+        await self._decide(run_id, call_id, "approve", by=by, reason=None)
+
+    async def deny(
+        self, run_id: str, call_id: str, *, reason: str | None = None, by: str | None = None
+    ) -> None:
+        """Refuse a tool call that waits for approval; the model is told `reason`."""
+        await self._decide(run_id, call_id, "deny", by=by, reason=reason)
+
+    async def pending_approvals(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Tool calls waiting for a decision: of one run, or of every waiting run."""
+        if run_id is not None:
+            runs = [await self._record(run_id)]
+        else:
+            runs = await self.store.list_runs(state="WAITING_TOOL", limit=10_000)
+        pending: list[dict[str, Any]] = []
+        for record in runs:
+            asked: dict[str, dict[str, Any]] = {}
+            for event in await self.store.events(record.run_id):
+                call_id = str(event.payload.get("call_id"))
+                if event.type == "approval_requested":
+                    asked[call_id] = {"run_id": record.run_id, **dict(event.payload)}
+                elif event.type == "approval_decided":
+                    asked.pop(call_id, None)
+            pending += asked.values()
+        return pending
+
+    async def _decide(
+        self, run_id: str, call_id: str, kind: str, *, by: str | None, reason: str | None
+    ) -> None:
+        record = await self._record(run_id)
+        if RunState(record.state) in TERMINAL:
+            raise RunError(f"cannot {kind} call {call_id}: run {run_id} is {record.state}")
+        payload = {"call_id": call_id, "by": by or f"user:{getpass.getuser()}", "reason": reason}
+        await self.store.send_control(run_id, "approve" if kind == "approve" else "deny", payload)
+
+    async def _continue(self, record: RunRecord) -> str:
+        agent = self._agents.get(record.agent)
+        if agent is None:
             raise ConfigError(
-                f"no MCP server named {name!r} in {self.settings.home / CONFIG_FILE} "
-                f"(configured: {known}); add an [mcp.{name}] table with a command or url"
-            ) from None
+                f"cannot resume run {record.run_id}: agent {record.agent!r} is not registered "
+                "in this process"
+            )
+        history = await self.store.messages(record.run_id)
+        return await self.submit(
+            agent, record.task or "", parent_run_id=record.run_id, history=history
+        )
 
-    def events(self, run_id: str) -> tuple[RunEvent, ...]:
-        """The events of a run executed by this harness, in order."""
-        return tuple(self._runs[run_id].events)
+    async def _record(self, run_id: str) -> RunRecord:
+        record = await self.store.get_run(run_id)
+        if record is None:
+            raise RunError(f"no run {run_id} in the store")
+        return record
 
-    def _model(self, agent: AgentSpec) -> Model:
-        if not isinstance(agent.model, str):
-            return agent.model
-        model = resolve_model(agent.model, self.settings.profiles, base_url=self._base_url)
-        self._opened.append(model)
-        return model
+    async def _result(self, record: RunRecord) -> RunResult:
+        return RunResult(
+            run_id=record.run_id,
+            output=record.result,
+            termination=record.termination or "error",
+            complete=record.termination == "final_answer",
+            usage=record.usage,
+            messages=tuple(await self.store.messages(record.run_id)),
+            error=record.error,
+        )
 
-    async def _toolset(self, agent: AgentSpec) -> Toolset:
-        toolset = self._toolsets.get(agent)
-        if toolset is None:
-            from harness.tools.builtin import builtin_tool  # the sandbox loads on first use
-            from harness.tools.builtin.read_result import read_result_tool
+    def _publish(self, events: list[RunEvent]) -> None:
+        for event in events:
+            self.bus.publish(event)
 
-            specs = [
-                t
-                if isinstance(t, ToolSpec)
-                else builtin_tool(
-                    t,
-                    workspace=agent.workspace,
-                    network=agent.network,
-                    allow_unsandboxed=agent.allow_unsandboxed,
-                )
-                for t in agent.tools
-            ]
-            specs += await self._mcp_tools(agent)
-            if specs and all(spec.name != READ_RESULT for spec in specs):
-                specs.append(read_result_tool())
-            toolset = Toolset(specs)
-            self._toolsets[agent] = toolset
-        return toolset
+    def _note_finished(self, event: RunEvent) -> None:
+        if event.type in ("run_finished", "run_failed", "run_cancelled", "run_paused"):
+            finished = self._finished.get(event.run_id)
+            if finished is not None:
+                finished.set()
 
 
-def _only(run_id: str, callback: Callable[[RunEvent], None]) -> Callable[[RunEvent], None]:
-    def deliver(event: RunEvent) -> None:
-        if event.run_id == run_id:
-            callback(event)
+class _Watcher:
+    """Delivers one run's events to a callback: stored ones first, then live, no duplicates."""
 
-    return deliver
+    def __init__(self, callback: Callable[[RunEvent], None]) -> None:
+        self.callback = callback
+        self.run_id: str | None = None
+        self._held: list[RunEvent] | None = []  # live events held back until the replay
+        self._last = 0
+
+    def __call__(self, event: RunEvent) -> None:
+        if self._held is not None:
+            self._held.append(event)
+        elif event.run_id == self.run_id:
+            self._deliver(event)
+
+    async def replay(self, store: EventStore) -> None:
+        assert self.run_id is not None
+        for event in await store.events(self.run_id):
+            self._deliver(event)
+        held, self._held = self._held or [], None
+        for event in held:
+            if event.run_id == self.run_id:
+                self._deliver(event)
+
+    def _deliver(self, event: RunEvent) -> None:
+        if event.seq == 0 or event.seq > self._last:
+            self._last = max(self._last, event.seq)
+            self.callback(event)

@@ -2,9 +2,10 @@
 
 `Writer` owns the one write connection and commits in groups: coroutines queue their
 writes, the thread takes everything queued (up to `max_batch`), runs it in one
-transaction — each write inside its own savepoint, so one failing write does not undo the
-others — commits once, and resolves every caller's future on its own loop. Under load one
-commit serves hundreds of steps. `Readers` runs queries on a small pool of connections.
+transaction, commits once, and resolves every caller's future on its own loop. Under load
+one commit serves hundreds of steps. When one write of a batch fails, the batch runs
+again with a savepoint around each write, so the failure undoes that write alone.
+`Readers` runs queries on a small pool of connections.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -93,35 +94,64 @@ class Writer:
         return batch, False
 
     def _commit(self, batch: list[_Request]) -> None:
-        for attempt in range(1, _RETRIES + 1):
-            try:
-                outcomes = self._transaction(batch)
-            except Exception as exc:
-                self._drop_if_broken()
-                if attempt < _RETRIES and self._driver.retry_batch(exc):
-                    time.sleep(0.005 * attempt)
-                    continue
-                outcomes = [(None, _translate(self._driver, exc)) for _ in batch]
-            for request, outcome in zip(batch, outcomes, strict=True):
-                _settle(request, outcome)
-            return
+        try:
+            outcomes = self._attempts(batch)
+        except Exception as exc:  # a bug: still, never leave a caller waiting
+            _log.exception("store writer failed")
+            outcomes = [(None, exc)] * len(batch)
+        _settle(batch, outcomes)
 
-    def _transaction(self, batch: list[_Request]) -> list[_Outcome]:
+    def _attempts(self, batch: list[_Request]) -> list[_Outcome]:
+        """Run the batch's transaction; again after a deadlock or a connection lost early.
+
+        The batch first runs without savepoints (they cost round trips); if one write
+        fails, the transaction is rolled back and run again with a savepoint per write.
+        """
+        attempt, isolate = 1, False
+        while True:
+            try:
+                return self._transaction(batch, isolate)
+            except _WriteFailed as failed:
+                if len(batch) == 1:
+                    return [(None, _translate(self._driver, failed.error))]
+                isolate = True
+            except _CommitFailed as failed:
+                known = self._db is not None and self._db.usable()
+                self._drop_if_broken()
+                return [(None, _commit_error(self._driver, failed.error, known)) for _ in batch]
+            except Exception as exc:
+                broken = self._drop_if_broken()
+                if attempt >= _RETRIES or not (broken or self._driver.retry_batch(exc)):
+                    return [(None, _translate(self._driver, exc)) for _ in batch]
+                time.sleep(0.005 * attempt)
+                attempt += 1
+
+    def _transaction(self, batch: list[_Request], isolate: bool) -> list[_Outcome]:
         if self._db is None:
             self._db = self._driver.connect()
         db = self._db
         db.execute(self._driver.dialect.begin)
         try:
-            if len(batch) == 1:
-                outcomes = [(batch[0].op(db), None)]
-            else:
-                outcomes = [self._isolated(db, request.op) for request in batch]
-            db.execute("COMMIT")
+            run = self._isolated if isolate else self._shared
+            outcomes = [run(db, request.op) for request in batch]
+            try:
+                db.execute("COMMIT")
+            except Exception as exc:
+                raise _CommitFailed(exc) from exc
         except BaseException:
             with contextlib.suppress(Exception):
                 db.execute("ROLLBACK")
             raise
         return outcomes
+
+    def _shared(self, db: Db, op: Op) -> _Outcome:
+        """Run `op` in the batch's transaction: its failure undoes the whole batch."""
+        try:
+            return op(db), None
+        except Exception as exc:
+            if self._driver.retry_batch(exc) or not db.usable():
+                raise
+            raise _WriteFailed(exc) from exc
 
     def _isolated(self, db: Db, op: Op) -> _Outcome:
         """Run `op` in a savepoint: its failure undoes its writes and no one else's."""
@@ -137,11 +167,39 @@ class Writer:
         db.execute("RELEASE SAVEPOINT step")
         return value, None
 
-    def _drop_if_broken(self) -> None:
-        if self._db is not None and not self._db.usable():
-            with contextlib.suppress(Exception):
-                self._db.close()
-            self._db = None
+    def _drop_if_broken(self) -> bool:
+        """Close a broken connection so that the next transaction opens a new one."""
+        if self._db is None or self._db.usable():
+            return False
+        with contextlib.suppress(Exception):
+            self._db.close()
+        self._db = None
+        return True
+
+
+class _WriteFailed(Exception):
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _CommitFailed(Exception):
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _commit_error(driver: Driver, exc: Exception, known: bool) -> BaseException:
+    """The error of a failed COMMIT; when the connection broke, the outcome is unknown."""
+    error = _translate(driver, exc)
+    if known or not isinstance(error, StoreError):
+        return error
+    unknown = StoreError(
+        f"{error.message} — the connection broke during COMMIT, so the write may or may "
+        "not be stored: read the run back before writing it again"
+    )
+    unknown.__cause__ = exc
+    return unknown
 
 
 def _translate(driver: Driver, exc: Exception) -> BaseException:
@@ -153,21 +211,26 @@ def _translate(driver: Driver, exc: Exception) -> BaseException:
     return error
 
 
-def _settle(request: _Request, outcome: _Outcome) -> None:
-    try:
-        request.loop.call_soon_threadsafe(_resolve, request.future, outcome)
-    except RuntimeError:  # the caller's loop is closed: nobody is waiting any more
-        _log.debug("store write finished after its event loop closed")
+def _settle(batch: list[_Request], outcomes: Sequence[_Outcome]) -> None:
+    """Resolve the callers' futures: one wake-up of each event loop per batch."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], _Outcome]]] = {}
+    for request, outcome in zip(batch, outcomes, strict=True):
+        by_loop.setdefault(request.loop, []).append((request.future, outcome))
+    for loop, settled in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_resolve, settled)
+        except RuntimeError:  # that loop is closed: nobody is waiting any more
+            _log.debug("store writes finished after their event loop closed")
 
 
-def _resolve(future: asyncio.Future[Any], outcome: _Outcome) -> None:
-    if future.done():  # the caller was cancelled; the write itself stands
-        return
-    value, error = outcome
-    if error is None:
-        future.set_result(value)
-    else:
-        future.set_exception(error)
+def _resolve(settled: list[tuple[asyncio.Future[Any], _Outcome]]) -> None:
+    for future, (value, error) in settled:
+        if future.done():  # the caller was cancelled; the write itself stands
+            continue
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
 
 
 class Readers:
@@ -199,16 +262,28 @@ class Readers:
 
     def _call(self, read: Callable[[Db], T]) -> T:
         try:
-            db = self._borrow()
-            try:
-                return read(db)
-            finally:
-                self._give_back(db)
+            return self._attempt(read)
         except Exception as exc:
             error = self._driver.translate(exc)
             if error is None:
                 raise
             raise error from exc
+
+    def _attempt(self, read: Callable[[Db], T]) -> T:
+        """Run `read`, once more on a new connection if a pooled one turns out broken."""
+        db = self._borrow()
+        try:
+            return read(db)
+        except Exception:
+            if db.usable():
+                raise
+        finally:
+            self._give_back(db)
+        db = self._driver.connect()
+        try:
+            return read(db)
+        finally:
+            self._give_back(db)
 
     def _borrow(self) -> Db:
         try:

@@ -12,7 +12,7 @@ from typing import Any
 from harness.store._rows import CONTROL_COLUMNS, RUN_COLUMNS, control_from_row, run_from_row, wrap
 from harness.store._sql import Db, Dialect, marks
 from harness.store.errors import StoreConflict
-from harness.store.protocol import Control, ControlKind, RunRecord, RunState
+from harness.store.protocol import Control, ControlKind, RunRecord
 
 __all__ = ["claim", "release", "renew", "send_control", "take_controls"]
 
@@ -24,7 +24,7 @@ def claim(
     *,
     lease_s: float,
     run_ids: Collection[str] | None,
-    states: Collection[RunState],
+    states: Collection[str],
     limit: int,
     now: float,
 ) -> list[RunRecord]:
@@ -53,15 +53,17 @@ def claim(
     return sorted((run_from_row(row) for row in rows), key=lambda r: order[r.run_id])
 
 
-def renew(
-    db: Db, owner: str, run_ids: Collection[str], *, lease_s: float, now: float
-) -> list[str]:
+def renew(db: Db, owner: str, run_ids: Collection[str], *, lease_s: float, now: float) -> list[str]:
     """Extend `owner`'s leases on `run_ids`; returns the ids it still holds."""
     if not run_ids:
         return []
     where = f"owner = ? AND run_id IN ({marks(len(run_ids))})"
-    db.execute(f"UPDATE runs SET lease_expires_at = ? WHERE {where}", (now + lease_s, owner, *run_ids))
-    return sorted(row[0] for row in db.query(f"SELECT run_id FROM runs WHERE {where}", (owner, *run_ids)))
+    db.execute(
+        f"UPDATE runs SET lease_expires_at = ? WHERE {where}", (now + lease_s, owner, *run_ids)
+    )
+    return sorted(
+        row[0] for row in db.query(f"SELECT run_id FROM runs WHERE {where}", (owner, *run_ids))
+    )
 
 
 def release(db: Db, owner: str, run_ids: Collection[str] | None) -> None:

@@ -7,9 +7,15 @@ from typing import Any
 
 from harness.core.events import RunEvent
 from harness.core.messages import Message
-from harness.store._rows import RUN_COLUMNS, event_from_body, message_from_body, run_from_row, unwrap
+from harness.store._rows import (
+    RUN_COLUMNS,
+    event_from_body,
+    message_from_body,
+    run_from_row,
+    unwrap,
+)
 from harness.store._sql import Db, marks
-from harness.store.protocol import TERMINAL_STATES, RunRecord, RunState
+from harness.store.protocol import TERMINAL_STATES, RunRecord
 
 __all__ = [
     "audit",
@@ -32,7 +38,7 @@ def get_run(db: Db, run_id: str) -> RunRecord | None:
 def list_runs(
     db: Db,
     *,
-    states: Collection[RunState] | None,
+    states: Collection[str] | None,
     agent: str | None,
     owner: str | None,
     since: float | None,

@@ -22,7 +22,7 @@ from harness.core.results import TerminationReason
 from harness.core.usage import Usage
 from harness.errors import ConfigError
 from harness.store._sql import Row
-from harness.store.protocol import Control, ControlKind, RunRecord, RunState
+from harness.store.protocol import Control, ControlKind, RunRecord
 
 __all__ = [
     "CONTROL_COLUMNS",
@@ -114,7 +114,7 @@ def run_from_row(row: Row) -> RunRecord:
     return RunRecord(
         run_id=row[0],
         agent=row[1],
-        state=cast(RunState, row[2]),
+        state=str(row[2]),
         task=row[3],
         parent_run_id=row[4],
         model=row[5],

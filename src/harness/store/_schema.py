@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "VERSION_TABLE", "Migration"]
+from harness.store._sql import Db, Dialect
+from harness.store.errors import StoreError
+
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "migrate"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -136,3 +139,30 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     description TEXT NOT NULL,
     applied_at DOUBLE PRECISION NOT NULL
 )"""
+
+
+def migrate(db: Db, d: Dialect, now: float) -> int:
+    """Apply every migration the database lacks; returns the schema version.
+
+    Raises:
+        StoreError: The database was written by a newer harness.
+    """
+    if d.lock_schema:
+        db.execute(d.lock_schema)
+    db.execute(VERSION_TABLE)
+    current = int(db.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0][0])
+    if current > LATEST_VERSION:
+        raise StoreError(
+            f"the store's schema is version {current}, newer than this harness knows "
+            f"({LATEST_VERSION}): upgrade harness to use it"
+        )
+    for migration in MIGRATIONS:
+        if migration.version <= current:
+            continue
+        for statement in migration.statements:
+            db.execute(statement.replace("{id}", d.serial))
+        db.execute(
+            "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
+            (migration.version, migration.description, now),
+        )
+    return LATEST_VERSION

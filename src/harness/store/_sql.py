@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from harness.store.errors import StoreError
 
-__all__ = ["Db", "Dialect", "Driver", "Row", "marks"]
+__all__ = ["Db", "Dialect", "Driver", "Row", "insert_rows", "marks"]
 
 Row = tuple[Any, ...]
+_ROWS_PER_INSERT: Final = 100
 
 
 class Db(Protocol):
@@ -22,10 +23,6 @@ class Db(Protocol):
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> None:
         """Run one statement."""
-        ...
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
-        """Run one statement for each row of parameters."""
         ...
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
@@ -82,3 +79,14 @@ class Driver(Protocol):
 def marks(count: int) -> str:
     """`?, ?, ?` for `count` parameters."""
     return ", ".join("?" * count)
+
+
+def insert_rows(db: Db, head: str, rows: Sequence[Sequence[object]], tail: str = "") -> None:
+    """`head VALUES (…), (…) tail` for every row, a hundred rows per statement.
+
+    One multi-row INSERT costs one round trip, where psycopg's `executemany` costs several.
+    """
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[start : start + _ROWS_PER_INSERT]
+        values = ", ".join([f"({marks(len(chunk[0]))})"] * len(chunk))
+        db.execute(f"{head} VALUES {values}{tail}", [value for row in chunk for value in row])

@@ -12,62 +12,40 @@ from typing import Any
 
 from harness.core.events import RunEvent
 from harness.core.messages import Message
-from harness.errors import ConfigError
 from harness.core.usage import Usage
+from harness.errors import ConfigError
 from harness.store._rows import encode_event, encode_message, encode_usage, event_from_body, wrap
-from harness.store._schema import LATEST_VERSION, MIGRATIONS, VERSION_TABLE
-from harness.store._sql import Db, Dialect, marks
-from harness.store.errors import StoreConflict, StoreError
+from harness.store._sql import Db, Dialect, insert_rows, marks
+from harness.store.errors import StoreConflict
 from harness.store.protocol import (
+    RUN_STATES,
     TERMINAL_STATES,
     NewEvent,
     NewRun,
-    RunState,
     RunUpdate,
     StepWrite,
 )
 
-__all__ = ["append", "create_run", "migrate", "record_audit", "transition", "with_state"]
+__all__ = [
+    "append",
+    "check_state",
+    "create_run",
+    "record_audit",
+    "snapshot",
+    "transition",
+    "with_state",
+]
 
 
 _NO_USAGE = encode_usage(Usage())
 
 
 @dataclass(frozen=True, slots=True)
-class _Locked:
-    """The parts of a run's row that a step checks and advances."""
+class _Counters:
+    """A run's last event `seq` and last message number."""
 
-    state: RunState
-    owner: str | None
     last_seq: int
     last_message: int
-
-
-def migrate(db: Db, d: Dialect, now: float) -> int:
-    """Apply every migration the database lacks; returns the schema version.
-
-    Raises:
-        StoreError: The database was written by a newer harness.
-    """
-    if d.lock_schema:
-        db.execute(d.lock_schema)
-    db.execute(VERSION_TABLE)
-    current = int(db.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0][0])
-    if current > LATEST_VERSION:
-        raise StoreError(
-            f"the store's schema is version {current}, newer than this harness knows "
-            f"({LATEST_VERSION}): upgrade harness to use it"
-        )
-    for migration in MIGRATIONS:
-        if migration.version <= current:
-            continue
-        for statement in migration.statements:
-            db.execute(statement.replace("{id}", d.serial))
-        db.execute(
-            "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
-            (migration.version, migration.description, now),
-        )
-    return LATEST_VERSION
 
 
 def create_run(
@@ -79,63 +57,76 @@ def create_run(
     now: float,
 ) -> list[RunEvent]:
     """Insert a run with its first events and messages."""
-    if db.query("SELECT 1 FROM runs WHERE run_id = ?", (run.run_id,)):
-        raise StoreConflict(f"run {run.run_id} already exists")
     if run.owner is not None and run.lease_s is None:
         raise ConfigError(f"run {run.run_id} is created with an owner but no lease_s")
+    state = check_state(run.run_id, run.state)
+    if db.query("SELECT 1 FROM runs WHERE run_id = ?", (run.run_id,)):
+        raise StoreConflict(f"run {run.run_id} already exists")
     lease = now + run.lease_s if run.owner is not None and run.lease_s is not None else None
-    started = now if run.state == "RUNNING" else None
+    started = now if state == "RUNNING" else None
     metadata = _metadata(run.run_id, run.metadata)
+    row = {
+        "run_id": run.run_id,
+        "agent": run.agent,
+        "state": state,
+        "task": run.task,
+        "parent_run_id": run.parent_run_id,
+        "model": run.model,
+        "priority": run.priority,
+        "created_at": now,
+        "updated_at": now,
+        "started_at": started,
+        "usage": _NO_USAGE,
+        "metadata": metadata,
+        "owner": run.owner,
+        "lease_expires_at": lease,
+        "last_seq": len(events),
+        "last_message": len(messages),
+    }
     db.execute(
-        "INSERT INTO runs (run_id, agent, state, task, parent_run_id, model, priority, "
-        "created_at, updated_at, started_at, usage, metadata, owner, lease_expires_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (run.run_id, run.agent, run.state, run.task, run.parent_run_id, run.model,
-         run.priority, now, now, started, _NO_USAGE, metadata, run.owner, lease),
-    )  # fmt: skip
-    locked = _Locked(state=run.state, owner=run.owner, last_seq=0, last_message=0)
+        f"INSERT INTO runs ({', '.join(row)}) VALUES ({marks(len(row))})", tuple(row.values())
+    )
     step = StepWrite(run_id=run.run_id, events=events, messages=messages)
-    return _write(db, run.run_id, locked, step, now)
+    return _insert(db, step, _Counters(last_seq=0, last_message=0), now)
 
 
 def append(db: Db, d: Dialect, step: StepWrite, now: float) -> list[RunEvent]:
     """Write one step, or return what it wrote before when its key was seen already."""
-    locked = _lock(db, d, step.run_id)
     if step.key is not None:
+        _lock(db, d, step.run_id)  # writers of this run wait here, then see each other's keys
         done = db.query(
             "SELECT first_seq, last_seq FROM step_keys WHERE run_id = ? AND key = ?",
             (step.run_id, step.key),
         )
         if done:
             return _events_between(db, step.run_id, int(done[0][0]), int(done[0][1]))
-    if step.expect_states is not None and locked.state not in step.expect_states:
-        expected = " or ".join(sorted(step.expect_states))
-        raise StoreConflict(f"run {step.run_id} is {locked.state}, not {expected}")
-    if step.owner is not None and locked.owner != step.owner:
-        holder = locked.owner or "nobody"
-        raise StoreConflict(f"run {step.run_id} is leased to {holder}, not to {step.owner}")
-    events = _write(db, step.run_id, locked, step, now)
+    before = _advance(db, step, now)
+    if before is None:
+        raise _conflict(db, step)
+    events = _insert(db, step, before, now)
     if step.key is not None:
         db.execute(
             "INSERT INTO step_keys (run_id, key, first_seq, last_seq) VALUES (?, ?, ?, ?)",
-            (step.run_id, step.key, locked.last_seq + 1, locked.last_seq + len(events)),
+            (step.run_id, step.key, before.last_seq + 1, before.last_seq + len(events)),
         )
     return events
 
 
 def transition(
     db: Db,
-    d: Dialect,
     run_id: str,
-    from_states: Collection[RunState],
+    from_states: Collection[str],
     step: StepWrite,
     now: float,
 ) -> list[RunEvent] | None:
     """Write `step` only if the run is in one of `from_states`; `None` when it is not."""
-    locked = _lock(db, d, run_id)
-    if locked.state not in from_states:
+    guarded = replace(step, expect_states=from_states, owner=None, key=None)
+    before = _advance(db, guarded, now)
+    if before is None:
+        if not db.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+            raise StoreConflict(f"there is no run {run_id}")
         return None
-    return _write(db, run_id, locked, step, now)
+    return _insert(db, guarded, before, now)
 
 
 def record_audit(db: Db, run_id: str, record: Mapping[str, Any], now: float) -> None:
@@ -144,22 +135,61 @@ def record_audit(db: Db, run_id: str, record: Mapping[str, Any], now: float) -> 
     db.execute("INSERT INTO audit (run_id, ts, body) VALUES (?, ?, ?)", (run_id, now, body))
 
 
-def _lock(db: Db, d: Dialect, run_id: str) -> _Locked:
+def _lock(db: Db, d: Dialect, run_id: str) -> None:
+    if not db.query("SELECT 1 FROM runs WHERE run_id = ?" + d.for_update, (run_id,)):
+        raise StoreConflict(f"there is no run {run_id}")
+
+
+def _advance(db: Db, step: StepWrite, now: float) -> _Counters | None:
+    """Apply the step to the run's row if its conditions hold; the counters before it.
+
+    The UPDATE takes the row's lock, so the run's writers queue here and each numbers its
+    events after the last one committed.
+    """
+    sets = ["updated_at = ?", "last_seq = last_seq + ?", "last_message = last_message + ?"]
+    params: list[object] = [now, len(step.events), len(step.messages)]
+    if step.update is not None:
+        _update_fields(step.run_id, step.update, now, sets, params)
+    where, keys = "run_id = ?", [step.run_id]
+    if step.expect_states is not None:
+        states = [str(state) for state in step.expect_states]
+        where += f" AND state IN ({marks(len(states))})" if states else " AND 1 = 0"
+        keys.extend(states)
+    if step.owner is not None:
+        where += " AND owner = ?"
+        keys.append(step.owner)
     rows = db.query(
-        "SELECT state, owner, last_seq, last_message FROM runs WHERE run_id = ?" + d.for_update,
-        (run_id,),
+        f"UPDATE runs SET {', '.join(sets)} WHERE {where} RETURNING last_seq, last_message",
+        (*params, *keys),
     )
     if not rows:
-        raise StoreConflict(f"there is no run {run_id}")
-    state, owner, last_seq, last_message = rows[0]
-    return _Locked(state=state, owner=owner, last_seq=int(last_seq), last_message=int(last_message))
+        return None
+    last_seq, last_message = rows[0]
+    return _Counters(
+        last_seq=int(last_seq) - len(step.events),
+        last_message=int(last_message) - len(step.messages),
+    )
 
 
-def _write(db: Db, run_id: str, locked: _Locked, step: StepWrite, now: float) -> list[RunEvent]:
+def _conflict(db: Db, step: StepWrite) -> StoreConflict:
+    """Why `step`'s conditions did not hold."""
+    rows = db.query("SELECT state, owner FROM runs WHERE run_id = ?", (step.run_id,))
+    if not rows:
+        return StoreConflict(f"there is no run {step.run_id}")
+    state, owner = rows[0]
+    if step.expect_states is not None and state not in step.expect_states:
+        expected = " or ".join(sorted(str(s) for s in step.expect_states)) or "no state"
+        return StoreConflict(f"run {step.run_id} is {state}, not {expected}")
+    return StoreConflict(f"run {step.run_id} is leased to {owner or 'nobody'}, not to {step.owner}")
+
+
+def _insert(db: Db, step: StepWrite, before: _Counters, now: float) -> list[RunEvent]:
+    """Insert the step's events, messages and blobs after the run's counters `before`."""
+    run_id = step.run_id
     events = [
         RunEvent(
             run_id=run_id,
-            seq=locked.last_seq + i,
+            seq=before.last_seq + i,
             ts=now if new.ts is None else new.ts,
             type=new.type,
             payload=new.payload,
@@ -167,24 +197,24 @@ def _write(db: Db, run_id: str, locked: _Locked, step: StepWrite, now: float) ->
         for i, new in enumerate(step.events, start=1)
     ]
     if events:
-        db.executemany(
-            "INSERT INTO events (run_id, seq, ts, type, body) VALUES (?, ?, ?, ?, ?)",
+        insert_rows(
+            db,
+            "INSERT INTO events (run_id, seq, ts, type, body)",
             [(run_id, e.seq, e.ts, e.type, encode_event(e)) for e in events],
         )
     if step.messages:
-        _insert_messages(db, run_id, locked.last_message, step.messages, now)
+        _insert_messages(db, run_id, before.last_message, step.messages, now)
     if step.blobs:
         _put_blobs(db, run_id, step.blobs, now)
-    _update_run(db, run_id, locked, step, now)
     return events
 
 
 def _insert_messages(
     db: Db, run_id: str, last: int, messages: Sequence[Message], now: float
 ) -> None:
-    db.executemany(
-        "INSERT INTO messages (run_id, seq, role, tool_call_id, tokens, created_at, body) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+    insert_rows(
+        db,
+        "INSERT INTO messages (run_id, seq, role, tool_call_id, tokens, created_at, body)",
         [
             (run_id, last + i, m.role, m.tool_call_id, m.tokens, now, encode_message(m, run_id))
             for i, m in enumerate(messages, start=1)
@@ -193,36 +223,29 @@ def _insert_messages(
 
 
 def _put_blobs(db: Db, run_id: str, blobs: Mapping[str, str], now: float) -> None:
-    db.executemany(
-        "INSERT INTO blobs (run_id, key, created_at, body) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (run_id, key) DO UPDATE SET body = excluded.body, "
+    insert_rows(
+        db,
+        "INSERT INTO blobs (run_id, key, created_at, body)",
+        [
+            (run_id, key, now, wrap(text, f"blob {key} of run {run_id}"))
+            for key, text in blobs.items()
+        ],
+        " ON CONFLICT (run_id, key) DO UPDATE SET body = excluded.body, "
         "created_at = excluded.created_at",
-        [(run_id, key, now, wrap(text, f"blob {key} of run {run_id}")) for key, text in blobs.items()],
     )
-
-
-def _update_run(db: Db, run_id: str, locked: _Locked, step: StepWrite, now: float) -> None:
-    sets = ["updated_at = ?", "last_seq = ?", "last_message = ?"]
-    params: list[object] = [
-        now,
-        locked.last_seq + len(step.events),
-        locked.last_message + len(step.messages),
-    ]
-    if step.update is not None:
-        _update_fields(run_id, step.update, now, sets, params)
-    db.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = ?", (*params, run_id))
 
 
 def _update_fields(
     run_id: str, update: RunUpdate, now: float, sets: list[str], params: list[object]
 ) -> None:
     if update.state is not None:
+        state = check_state(run_id, update.state)
         sets.append("state = ?")
-        params.append(update.state)
-        if update.state == "RUNNING":
+        params.append(state)
+        if state == "RUNNING":
             sets.append("started_at = COALESCE(started_at, ?)")
             params.append(now)
-        if update.state in TERMINAL_STATES:
+        if state in TERMINAL_STATES:
             sets.append("finished_at = ?")
             params.append(now)
     if update.usage is not None:
@@ -238,6 +261,17 @@ def _update_fields(
             params.append(value)
 
 
+def check_state(run_id: str, state: str) -> str:
+    """`state` as a plain string.
+
+    Raises:
+        ConfigError: `state` is not one of `RUN_STATES`.
+    """
+    if state not in RUN_STATES:
+        raise ConfigError(f"unknown run state {state!r} for run {run_id}")
+    return str(state)
+
+
 def _metadata(run_id: str, metadata: Mapping[str, Any]) -> str:
     return wrap(metadata, f"the metadata of run {run_id}")
 
@@ -250,6 +284,17 @@ def _events_between(db: Db, run_id: str, first: int, last: int) -> list[RunEvent
     return [event_from_body(row[0]) for row in rows]
 
 
-def with_state(step: StepWrite, state: RunState) -> StepWrite:
+def with_state(step: StepWrite, state: str) -> StepWrite:
     """`step` with its update setting `state`."""
     return replace(step, update=replace(step.update or RunUpdate(), state=state))
+
+
+def snapshot(step: StepWrite) -> StepWrite:
+    """`step` with its own copies of the caller's lists, so that later changes miss it."""
+    return replace(
+        step,
+        events=tuple(step.events),
+        messages=tuple(step.messages),
+        blobs=dict(step.blobs),
+        expect_states=None if step.expect_states is None else frozenset(step.expect_states),
+    )

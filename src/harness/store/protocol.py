@@ -19,6 +19,7 @@ from harness.core.usage import Usage
 
 __all__ = [
     "CLAIMABLE_STATES",
+    "RUN_STATES",
     "TERMINAL_STATES",
     "Control",
     "ControlKind",
@@ -26,20 +27,20 @@ __all__ = [
     "NewEvent",
     "NewRun",
     "RunRecord",
-    "RunState",
     "RunUpdate",
     "StepWrite",
 ]
 
-RunState = Literal[
-    "PENDING", "RUNNING", "WAITING_TOOL", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"
-]
-"""The states of a run (DESIGN.md section 4); the runtime owns the table of moves."""
+RUN_STATES: Final[frozenset[str]] = frozenset(
+    {"PENDING", "RUNNING", "WAITING_TOOL", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"}
+)
+"""The states of a run (DESIGN.md section 4). The runtime owns the table of moves; the store
+accepts these names (plain strings or `StrEnum` members) and refuses any other."""
 
-TERMINAL_STATES: Final[frozenset[RunState]] = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+TERMINAL_STATES: Final[frozenset[str]] = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
 """States a run never leaves. Entering one stamps `finished_at`."""
 
-CLAIMABLE_STATES: Final[frozenset[RunState]] = frozenset({"PENDING", "RUNNING", "WAITING_TOOL"})
+CLAIMABLE_STATES: Final[frozenset[str]] = frozenset({"PENDING", "RUNNING", "WAITING_TOOL"})
 """States `claim` takes by default: runs waiting to start, and runs of a dead owner."""
 
 ControlKind = Literal["pause", "resume", "cancel", "approve", "deny"]
@@ -60,7 +61,7 @@ class NewRun:
     """Name of the agent that runs it."""
     task: str | None = None
     """The user's task."""
-    state: RunState = "PENDING"
+    state: str = "PENDING"
     """Initial state."""
     parent_run_id: str | None = None
     """The run this one continues, when resumed from a failed or cancelled run."""
@@ -84,7 +85,7 @@ class RunRecord:
     """Unique id."""
     agent: str
     """Name of the agent that runs it."""
-    state: RunState
+    state: str
     """Where the run is in its lifecycle."""
     task: str | None
     """The user's task."""
@@ -124,7 +125,7 @@ class RunRecord:
 class RunUpdate:
     """Changes to a run's row; fields left `None` keep their value."""
 
-    state: RunState | None = None
+    state: str | None = None
     """The new state; RUNNING stamps `started_at` once, a terminal state `finished_at`."""
     usage: Usage | None = None
     """The run's total usage so far (not an increment)."""
@@ -166,7 +167,7 @@ class StepWrite:
     """Large texts by key (e.g. full tool results); a key written again is replaced."""
     update: RunUpdate | None = None
     """Changes to the run's row."""
-    expect_states: Collection[RunState] | None = None
+    expect_states: Collection[str] | None = None
     """When set, the run must be in one of these states or nothing is written."""
     owner: str | None = None
     """When set, the run must be leased to this owner or nothing is written (a fence)."""
@@ -221,8 +222,8 @@ class EventStore(Protocol):
     async def transition(
         self,
         run_id: str,
-        from_states: Collection[RunState],
-        to_state: RunState,
+        from_states: Collection[str],
+        to_state: str,
         *,
         events: Sequence[NewEvent] = (),
         update: RunUpdate | None = None,
@@ -242,7 +243,7 @@ class EventStore(Protocol):
     async def list_runs(
         self,
         *,
-        state: RunState | Collection[RunState] | None = None,
+        state: str | Collection[str] | None = None,
         agent: str | None = None,
         owner: str | None = None,
         since: float | None = None,
@@ -284,7 +285,7 @@ class EventStore(Protocol):
         *,
         lease_s: float,
         run_ids: Collection[str] | None = None,
-        states: Collection[RunState] = CLAIMABLE_STATES,
+        states: Collection[str] = CLAIMABLE_STATES,
         limit: int = 100,
     ) -> list[RunRecord]:
         """Lease runs to `owner`: those in `states` that nobody holds or whose lease expired.

@@ -83,10 +83,6 @@ class AuditLog(Protocol):
         """Keep one record."""
         ...
 
-    def for_run(self, run_id: str) -> list[AuditRecord]:
-        """Every record of one run, in the order they were kept."""
-        ...
-
 
 class MemoryAuditLog:
     """An audit log in memory, for tests and short-lived programs."""

@@ -1,0 +1,331 @@
+"""`RunExecutor`: claims runs from the store, executes them, keeps their leases, obeys controls.
+
+Three background tasks: the pump claims runs when there is room (pending runs of known
+agents, and runs whose owner's lease expired), the renewer keeps this process's leases
+alive, and the control reader delivers pause, cancel, approve and deny requests that any
+process sent through the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from harness.agent.loop import AgentLoop
+from harness.agent.spec import AgentSpec
+from harness.core.events import RunEvent
+from harness.errors import RunInterrupted
+from harness.runtime.bus import EventBus
+from harness.runtime.resources import AgentResources
+from harness.runtime.runs import RunHandle, agent_from_metadata
+from harness.runtime.sink import StoreSink
+from harness.store.protocol import (
+    Control,
+    EventStore,
+    NewEvent,
+    RunRecord,
+    RunUpdate,
+    StepWrite,
+)
+from harness.tools import ApprovalDecision, ApprovalHandler, AuditLog, AuditRecord
+
+__all__ = ["RunExecutor"]
+
+_log = logging.getLogger(__name__)
+_POLL_S = 0.2
+
+
+class RunExecutor:
+    """Executes runs of the store in this process. See the module docstring."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        bus: EventBus,
+        resources: AgentResources,
+        *,
+        owner: str,
+        agents: Mapping[str, AgentSpec],
+        approver: ApprovalHandler | None,
+        audit: AuditLog | None,
+        max_concurrent: int,
+        model_limits: Mapping[str, int],
+        lease_s: float,
+        adopt: bool = True,
+    ) -> None:
+        self._store, self._bus, self._resources = store, bus, resources
+        self._owner, self._agents = owner, agents
+        self._approver, self._audit = approver, audit or StoreAudit(store)
+        self._max, self._model_limits, self._lease_s = max_concurrent, model_limits, lease_s
+        self._handles: dict[str, RunHandle] = {}
+        self._models: dict[str, str] = {}
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.streaming: set[str] = set()
+        self.own: set[str] = set()
+        """Runs submitted through this process's `Harness`."""
+        self._adopt = adopt
+
+    def start(self) -> None:
+        """Start claiming and executing runs."""
+        self._tasks = [
+            asyncio.create_task(job()) for job in (self._pump, self._renew, self._read_controls)
+        ]
+
+    def wake(self) -> None:
+        """Look for runs to claim now rather than at the next poll."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Stop at once: runs in flight stay as committed; their leases are released."""
+        for task in self._tasks:
+            task.cancel()
+        running = [h.task for h in self._handles.values() if h.task is not None]
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *running, return_exceptions=True)
+        if isinstance(self._audit, StoreAudit):
+            await self._audit.drain()
+        with contextlib.suppress(Exception):
+            await self._store.release(self._owner)
+
+    async def _pump(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_POLL_S):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._claim()
+            except Exception:
+                _log.exception("claiming runs failed; trying again")
+
+    async def _claim(self) -> None:
+        free = self._max - len(self._handles)
+        if free <= 0:
+            return
+        candidates = await self._store.list_runs(state="PENDING", limit=10 * self._max)
+        candidates += await self._store.expired_runs()
+        wanted = [r.run_id for r in candidates if self._runnable(r)]
+        if not wanted:
+            return
+        for record in await self._store.claim(
+            self._owner, lease_s=self._lease_s, run_ids=wanted, limit=free
+        ):
+            if record.run_id not in self._handles and self._has_model_room(record):
+                handle = RunHandle(run_id=record.run_id)
+                self._handles[record.run_id] = handle
+                self._models[record.run_id] = record.model or ""
+                handle.task = asyncio.create_task(self._execute(record, handle))
+            elif record.run_id not in self._handles:
+                await self._store.release(self._owner, [record.run_id])
+
+    def _runnable(self, record: RunRecord) -> bool:
+        if not self._adopt and record.run_id not in self.own:
+            return False
+        known = record.agent in self._agents or bool(record.metadata.get("agent"))
+        return known and record.run_id not in self._handles and self._has_model_room(record)
+
+    def _has_model_room(self, record: RunRecord) -> bool:
+        limit = self._model_limits.get(record.model or "")
+        if limit is None:
+            return True
+        busy = sum(1 for model in self._models.values() if model == record.model)
+        return busy < limit
+
+    async def _renew(self) -> None:
+        while True:
+            await asyncio.sleep(self._lease_s / 3)
+            held = set(self._handles)
+            if not held:
+                continue
+            try:
+                kept = set(await self._store.renew(self._owner, held, lease_s=self._lease_s))
+            except Exception:
+                _log.exception("renewing leases failed; trying again")
+                continue
+            for run_id in held - kept:  # another process took it over: stop, quietly
+                handle = self._handles.get(run_id)
+                if handle is not None and handle.task is not None:
+                    handle.task.cancel()
+
+    async def _read_controls(self) -> None:
+        while True:
+            await asyncio.sleep(_POLL_S)
+            try:
+                controls = await self._store.take_controls(owner=self._owner)
+            except Exception:
+                _log.exception("reading controls failed; trying again")
+                continue
+            for control in controls:
+                self._obey(control)
+
+    def _obey(self, control: Control) -> None:
+        handle = self._handles.get(control.run_id)
+        if handle is None:
+            return
+        payload = control.payload
+        if control.kind == "pause":
+            handle.pause_requested = True
+        elif control.kind == "cancel":
+            handle.cancelled_by = str(payload.get("by") or "unknown")
+            handle.cancel_reason = payload.get("reason")
+            if handle.task is not None:
+                handle.task.cancel()
+        elif control.kind in ("approve", "deny"):
+            decision = ApprovalDecision(
+                approved=control.kind == "approve",
+                by=str(payload.get("by") or "unknown"),
+                reason=payload.get("reason"),
+            )
+            handle.decide(str(payload.get("call_id")), decision)
+
+    async def _execute(self, record: RunRecord, handle: RunHandle) -> None:
+        try:
+            await self._execute_claimed(record, handle)
+        except asyncio.CancelledError:
+            pass  # shutdown or lost lease: the store keeps the last committed step
+        except Exception as exc:
+            _log.exception("run %s could not be executed", record.run_id)
+            await self._failed(record.run_id, exc)
+        finally:
+            self._handles.pop(record.run_id, None)
+            self._models.pop(record.run_id, None)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._store.release(self._owner, [record.run_id]))
+            self.wake()
+
+    async def _execute_claimed(self, record: RunRecord, handle: RunHandle) -> None:
+        run_id = record.run_id
+        agent = self._agents.get(record.agent) or agent_from_metadata(record.metadata["agent"])
+        started = await self._start(record)
+        if started is None:
+            return
+        self._publish(started)
+        sink = StoreSink(
+            self._store,
+            self._bus,
+            run_id,
+            owner=self._owner,
+            last_seq=started[-1].seq if started else record.last_seq,
+            pause_requested=lambda: handle.pause_requested,
+            usage=record.usage,
+        )
+        loop = AgentLoop(
+            agent,
+            model=self._resources.model(agent),
+            toolset=await self._resources.toolset(agent),
+            sink=sink,
+            stream=agent.name in self.streaming,
+            approver=self._approver or handle.wait_for_decision,
+            audit=self._audit,
+        )
+        messages = await self._store.messages(run_id)
+        try:
+            result = await loop.run(run_id, messages, not_started=await self._unstarted(run_id))
+        except RunInterrupted:
+            sink.emit("run_paused", {"at": "step boundary"})
+            await sink.flush(RunUpdate(state="PAUSED", usage=sink.usage))
+            return
+        except asyncio.CancelledError:
+            if handle.cancelled_by is None:
+                raise
+            await self._cancelled(sink, handle)
+            return
+        state = "FAILED" if result.termination == "error" else "COMPLETED"
+        await sink.flush(
+            RunUpdate(
+                state=state,
+                result=result.output,
+                usage=sink.usage,
+                termination=result.termination,
+                error=result.error,
+            )
+        )
+
+    async def _start(self, record: RunRecord) -> list[RunEvent] | None:
+        """Move the run to RUNNING; a run taken over from a dead owner says so."""
+        if record.state == "PENDING":
+            return await self._store.transition(record.run_id, ["PENDING"], "RUNNING")
+        event = NewEvent(
+            type="run_recovered",
+            payload={"previous_owner": record.owner, "state": record.state, "owner": self._owner},
+        )
+        return await self._store.append(
+            StepWrite(
+                run_id=record.run_id,
+                events=[event],
+                update=RunUpdate(state="RUNNING"),
+                expect_states=["RUNNING", "WAITING_TOOL"],
+                owner=self._owner,
+            )
+        )
+
+    async def _unstarted(self, run_id: str) -> set[str]:
+        """Calls that were waiting for a decision when the run stopped: they never ran."""
+        asked: set[str] = set()
+        for event in await self._store.events(run_id):
+            call_id = str(event.payload.get("call_id", ""))
+            if event.type == "approval_requested":
+                asked.add(call_id)
+            elif event.type == "approval_decided":
+                asked.discard(call_id)
+        return asked
+
+    async def _failed(self, run_id: str, exc: Exception) -> None:
+        """End a run that could not be set up (unknown MCP server, store trouble …)."""
+        error = f"{type(exc).__name__}: {exc}"
+        event = NewEvent(
+            type="run_failed",
+            payload={"error": str(exc), "error_type": type(exc).__name__, "termination": "error"},
+        )
+        with contextlib.suppress(Exception):
+            written = await self._store.transition(
+                run_id,
+                ["PENDING", "RUNNING", "WAITING_TOOL"],
+                "FAILED",
+                events=[event],
+                update=RunUpdate(termination="error", error=error),
+            )
+            self._publish(written or [])
+
+    async def _cancelled(self, sink: StoreSink, handle: RunHandle) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        sink.emit("run_cancelled", {"by": handle.cancelled_by, "reason": handle.cancel_reason})
+        await sink.flush(
+            RunUpdate(
+                state="CANCELLED",
+                termination="cancelled",
+                usage=sink.usage,
+                error=handle.cancel_reason,
+            )
+        )
+
+    def _publish(self, events: list[RunEvent]) -> None:
+        for event in events:
+            self._bus.publish(event)
+
+
+class StoreAudit:
+    """An `AuditLog` kept in the run store; records are written in the background."""
+
+    def __init__(self, store: EventStore) -> None:
+        self._store = store
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def record(self, entry: AuditRecord) -> None:
+        """Keep one record."""
+        data: dict[str, Any] = json.loads(entry.to_json())
+        task = asyncio.get_running_loop().create_task(self._store.record_audit(entry.run_id, data))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def drain(self) -> None:
+        """Wait for records still being written."""
+        await asyncio.gather(*self._pending, return_exceptions=True)

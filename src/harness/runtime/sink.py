@@ -1,0 +1,116 @@
+"""`StoreSink`: the `RunSink` of a durable run — live events now, commits per step."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from harness.core.codec import usage_from_dict
+from harness.core.events import EventType, RunEvent
+from harness.core.messages import Message
+from harness.core.usage import Usage
+from harness.errors import RunInterrupted
+from harness.runtime.bus import EventBus
+from harness.store.protocol import EventStore, NewEvent, RunUpdate, StepWrite
+
+__all__ = ["LIVE_ONLY", "StoreSink"]
+
+LIVE_ONLY = frozenset({"model_delta"})
+"""Event types published to subscribers but not stored (seq 0): the final message holds
+the same text."""
+
+_STATE_AFTER: Mapping[str, str] = {
+    "run_waiting": "WAITING_TOOL",
+    "approval_decided": "RUNNING",
+}
+
+
+class StoreSink:
+    """Publishes each event at once and commits events and messages at each checkpoint.
+
+    As the run's only writer (it holds the lease), it numbers events itself: the store
+    gives them the same numbers when they commit, in the same order.
+
+    Args:
+        store: Where the run lives.
+        bus: Where live events go.
+        run_id: The run.
+        owner: The lease holder; a step commits only while the lease is still ours.
+        last_seq: The run's last committed event.
+        pause_requested: Asked at each checkpoint; when true the run stops there.
+        usage: Called for the run's usage so far at each checkpoint.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        bus: EventBus,
+        run_id: str,
+        *,
+        owner: str,
+        last_seq: int,
+        pause_requested: Callable[[], bool],
+        usage: Usage | None = None,
+    ) -> None:
+        self._store, self._bus, self.run_id, self._owner = store, bus, run_id, owner
+        self._seq = last_seq
+        self._events: list[NewEvent] = []
+        self._messages: list[Message] = []
+        self._state: str | None = None
+        self._pause_requested = pause_requested
+        self.usage = usage or Usage()
+        self._usage_changed = False
+
+    def emit(self, type: EventType, payload: Mapping[str, Any]) -> None:
+        """Publish one event now; keep it for the next commit unless it is live-only."""
+        now = time.time()
+        if type in LIVE_ONLY:
+            self._bus.publish(
+                RunEvent(run_id=self.run_id, seq=0, ts=now, type=type, payload=payload)
+            )
+            return
+        self._seq += 1
+        self._events.append(NewEvent(type=type, payload=payload, ts=now))
+        self._state = _STATE_AFTER.get(type, self._state)
+        self._count(type, payload)
+        self._bus.publish(
+            RunEvent(run_id=self.run_id, seq=self._seq, ts=now, type=type, payload=payload)
+        )
+
+    def _count(self, type: str, payload: Mapping[str, Any]) -> None:
+        if type == "model_responded":
+            self.usage += usage_from_dict(payload.get("usage") or {})
+            self._usage_changed = True
+        elif type == "tool_completed":
+            self.usage += Usage(tool_calls=1)
+            self._usage_changed = True
+
+    def message(self, message: Message) -> None:
+        """Keep one message for the next commit."""
+        self._messages.append(message)
+
+    async def checkpoint(self) -> None:
+        """Commit what the step did; stop here if a pause was asked for."""
+        await self.flush()
+        if self._pause_requested():
+            raise RunInterrupted(f"run {self.run_id} paused at a step boundary")
+
+    async def flush(self, update: RunUpdate | None = None) -> None:
+        """Commit everything kept so far, with `update` to the run's row."""
+        if not (self._events or self._messages or update or self._state):
+            return
+        if update is None and (self._state or self._usage_changed):
+            update = RunUpdate(state=self._state, usage=self.usage)
+        events, messages = self._events, self._messages
+        self._events, self._messages, self._state = [], [], None
+        self._usage_changed = False
+        await self._store.append(
+            StepWrite(
+                run_id=self.run_id,
+                events=events,
+                messages=messages,
+                update=update,
+                owner=self._owner,
+            )
+        )

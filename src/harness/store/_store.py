@@ -1,0 +1,243 @@
+"""`SqlStore`: the `EventStore` over any database with a `Driver` (SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from harness.core.clock import Clock, SystemClock
+from harness.core.events import RunEvent
+from harness.core.messages import Message
+from harness.errors import ConfigError
+from harness.store import _leases, _reads, _schema, _writes
+from harness.store._engine import Readers, Writer, closed_error
+from harness.store._sql import Db, Driver
+from harness.store.protocol import (
+    CLAIMABLE_STATES,
+    Control,
+    ControlKind,
+    NewEvent,
+    NewRun,
+    RunRecord,
+    RunUpdate,
+    StepWrite,
+)
+
+__all__ = ["SqlStore"]
+
+T = TypeVar("T")
+
+
+class SqlStore:
+    """An `EventStore` whose writes go through one group-committing writer thread.
+
+    Args:
+        driver: The database.
+        clock: Time for timestamps and leases.
+        max_batch: Writes per transaction at most; 1 turns group commit off.
+        readers: Reader threads (and connections) at most.
+    """
+
+    def __init__(
+        self,
+        driver: Driver,
+        *,
+        clock: Clock | None = None,
+        max_batch: int = 256,
+        readers: int = 2,
+    ) -> None:
+        self._driver = driver
+        self._clock: Clock = clock or SystemClock()
+        self._max_batch = max_batch
+        self._reader_count = readers
+        self._writer: Writer | None = None
+        self._readers: Readers | None = None
+
+    async def open(self) -> None:
+        """Connect and bring the schema up to date; a no-op when already open.
+
+        Raises:
+            StoreError: The database cannot be reached or is newer than this harness.
+        """
+        if self._writer is not None:
+            return
+        self._writer = Writer(self._driver, max_batch=self._max_batch)
+        self._readers = Readers(self._driver, size=self._reader_count)
+        now = self._clock.now()
+        try:
+            await self._write(lambda db: _schema.migrate(db, self._driver.dialect, now))
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """Commit pending writes and close every connection; safe to call twice."""
+        writer, readers = self._writer, self._readers
+        self._writer = self._readers = None
+        if writer is not None:
+            await writer.stop()
+        if readers is not None:
+            await readers.stop()
+
+    async def __aenter__(self) -> SqlStore:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def create_run(
+        self, run: NewRun, *, events: Sequence[NewEvent] = (), messages: Sequence[Message] = ()
+    ) -> list[RunEvent]:
+        """Create a run with its first events and messages; see `EventStore.create_run`."""
+        d, now = self._driver.dialect, self._clock.now()
+        events, messages = tuple(events), tuple(messages)
+        return await self._write(lambda db: _writes.create_run(db, d, run, events, messages, now))
+
+    async def append(self, step: StepWrite) -> list[RunEvent]:
+        """Commit one step; see `EventStore.append`."""
+        d, now, step = self._driver.dialect, self._clock.now(), _writes.snapshot(step)
+        return await self._write(lambda db: _writes.append(db, d, step, now))
+
+    async def transition(
+        self,
+        run_id: str,
+        from_states: Collection[str],
+        to_state: str,
+        *,
+        events: Sequence[NewEvent] = (),
+        update: RunUpdate | None = None,
+    ) -> list[RunEvent] | None:
+        """Compare and set the run's state; see `EventStore.transition`."""
+        step = StepWrite(run_id=run_id, events=tuple(events), update=update)
+        step = _writes.with_state(step, to_state)
+        now, states = self._clock.now(), frozenset(map(str, from_states))
+        return await self._write(lambda db: _writes.transition(db, run_id, states, step, now))
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or `None`."""
+        return await self._read(lambda db: _reads.get_run(db, run_id))
+
+    async def list_runs(
+        self,
+        *,
+        state: str | Collection[str] | None = None,
+        agent: str | None = None,
+        owner: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """Runs matching every filter, newest first; see `EventStore.list_runs`."""
+        states = _strings((state,) if isinstance(state, str) else state)
+        return await self._read(
+            lambda db: _reads.list_runs(
+                db, states=states, agent=agent, owner=owner, since=since, until=until, limit=limit
+            )
+        )
+
+    async def events(
+        self, run_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[RunEvent]:
+        """The run's events after `after_seq`, in order."""
+        return await self._read(
+            lambda db: _reads.events(db, run_id, after_seq=after_seq, limit=limit)
+        )
+
+    async def messages(self, run_id: str) -> list[Message]:
+        """The run's messages, in order."""
+        return await self._read(lambda db: _reads.messages(db, run_id))
+
+    async def put_blob(self, run_id: str, key: str, text: str) -> None:
+        """Keep `text` under `key`, replacing any text kept there before."""
+        await self.append(StepWrite(run_id=run_id, blobs={key: text}))
+
+    async def get_blob(self, run_id: str, key: str) -> str | None:
+        """The text kept under `key`, or `None`."""
+        return await self._read(lambda db: _reads.get_blob(db, run_id, key))
+
+    async def record_audit(self, run_id: str, record: Mapping[str, Any]) -> None:
+        """Keep one audit record of the run."""
+        now, record = self._clock.now(), dict(record)
+        await self._write(lambda db: _writes.record_audit(db, run_id, record, now))
+
+    async def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Audit records of one run or of all, in the order they were kept."""
+        return await self._read(lambda db: _reads.audit(db, run_id))
+
+    async def claim(
+        self,
+        owner: str,
+        *,
+        lease_s: float,
+        run_ids: Collection[str] | None = None,
+        states: Collection[str] = CLAIMABLE_STATES,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """Lease free or expired runs to `owner`; see `EventStore.claim`."""
+        d, now = self._driver.dialect, self._clock.now()
+        ids = None if run_ids is None else tuple(run_ids)
+        wanted = tuple(str(s) for s in states)
+        return await self._write(
+            lambda db: _leases.claim(
+                db, d, owner, lease_s=lease_s, run_ids=ids, states=wanted, limit=limit, now=now
+            )
+        )
+
+    async def renew(self, owner: str, run_ids: Collection[str], *, lease_s: float) -> list[str]:
+        """Extend `owner`'s leases; returns the ids it still holds."""
+        now, ids = self._clock.now(), tuple(run_ids)
+        return await self._write(lambda db: _leases.renew(db, owner, ids, lease_s=lease_s, now=now))
+
+    async def release(self, owner: str, run_ids: Collection[str] | None = None) -> None:
+        """Give up `owner`'s leases on `run_ids`, or on all its runs."""
+        ids = None if run_ids is None else tuple(run_ids)
+        await self._write(lambda db: _leases.release(db, owner, ids))
+
+    async def expired_runs(self) -> list[RunRecord]:
+        """Unfinished runs whose lease ran out."""
+        now = self._clock.now()
+        return await self._read(lambda db: _reads.expired_runs(db, now))
+
+    async def send_control(
+        self, run_id: str, kind: ControlKind, payload: Mapping[str, Any] | None = None
+    ) -> int:
+        """Queue a request for the run's owner; returns its id."""
+        now, body = self._clock.now(), dict(payload or {})
+        return await self._write(lambda db: _leases.send_control(db, run_id, kind, body, now))
+
+    async def take_controls(
+        self, *, run_id: str | None = None, owner: str | None = None
+    ) -> list[Control]:
+        """Consume the pending controls of a run or of an owner's runs, in order."""
+        if (run_id is None) == (owner is None):
+            raise ConfigError("take_controls needs exactly one of run_id and owner")
+        now = self._clock.now()
+        return await self._write(
+            lambda db: _leases.take_controls(db, run_id=run_id, owner=owner, now=now)
+        )
+
+    async def schema_version(self) -> int:
+        """The last migration applied to the database."""
+        return await self._read(_reads.schema_version)
+
+    async def _write(self, op: Callable[[Db], T]) -> T:
+        if self._writer is None:
+            raise closed_error()
+        return await self._writer.submit(op)
+
+    async def _read(self, read: Callable[[Db], T]) -> T:
+        if self._readers is None:
+            raise closed_error()
+        return await self._readers.run(read)
+
+
+def _strings(values: Collection[str] | None) -> tuple[str, ...] | None:
+    """Plain strings, so that `StrEnum` members reach the driver as text."""
+    return None if values is None else tuple(str(value) for value in values)

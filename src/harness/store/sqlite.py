@@ -1,0 +1,140 @@
+"""The embedded store: one SQLite file in WAL mode (the only module that imports `sqlite3`).
+
+WAL lets readers work while the writer commits; `synchronous=NORMAL` makes a commit cost
+no fsync (a power cut may lose the last commits, never corrupt the file). Several
+processes may open the same file: SQLite serializes their writes, and a writer waits up
+to `busy_timeout_s` for another to finish before it reports the database locked.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final, Literal
+
+from harness.core.clock import Clock
+from harness.errors import ConfigError
+from harness.store._sql import Db, Dialect, Row
+from harness.store._store import SqlStore
+from harness.store.errors import StoreConflict, StoreError
+
+__all__ = ["SQLiteStore"]
+
+Synchronous = Literal["OFF", "NORMAL", "FULL"]
+
+_DIALECT: Final = Dialect(
+    name="sqlite",
+    begin="BEGIN IMMEDIATE",
+    for_update="",
+    skip_locked="",
+    serial="INTEGER PRIMARY KEY AUTOINCREMENT",
+    lock_schema=None,
+)
+_MIN_VERSION: Final = (3, 35, 0)  # RETURNING
+
+
+class SQLiteStore(SqlStore):
+    """The `EventStore` in one SQLite file, created (with its directory) when missing.
+
+    Args:
+        path: The database file, e.g. `HARNESS_HOME/harness.db`.
+        clock: Time for timestamps and leases.
+        busy_timeout_s: How long a write waits for another process's lock.
+        synchronous: SQLite's `synchronous` pragma; `FULL` syncs every commit to disk.
+        max_batch: Writes per transaction at most; 1 turns group commit off.
+        readers: Reader threads (and connections) at most.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        busy_timeout_s: float = 5.0,
+        synchronous: Synchronous = "NORMAL",
+        max_batch: int = 256,
+        readers: int = 2,
+    ) -> None:
+        self.path = Path(path)
+        if str(path) == ":memory:" or self.path.name == "":
+            raise ConfigError(
+                f"SQLite store path {str(path)!r} is not a file: its connections must share "
+                "one database, so give a file path (e.g. HARNESS_HOME/harness.db)"
+            )
+        driver = _SQLiteDriver(self.path, busy_timeout_s, synchronous)
+        super().__init__(driver, clock=clock, max_batch=max_batch, readers=readers)
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+
+class _SQLiteDb:
+    """A `sqlite3` connection as a `Db`."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> None:
+        self._conn.execute(sql, params)
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
+        return self._conn.execute(sql, params).fetchall()
+
+    def usable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class _SQLiteDriver:
+    def __init__(self, path: Path, busy_timeout_s: float, synchronous: Synchronous) -> None:
+        self.path = path
+        self.busy_timeout_s = busy_timeout_s
+        self.synchronous = synchronous
+
+    @property
+    def dialect(self) -> Dialect:
+        return _DIALECT
+
+    def connect(self) -> Db:
+        if sqlite3.sqlite_version_info < _MIN_VERSION:
+            raise StoreError(
+                f"SQLite {sqlite3.sqlite_version} is too old for the store: it needs 3.35 "
+                "or newer (Debian 12 ships 3.40)"
+            )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            conn.close()
+            raise
+        return _SQLiteDb(conn)
+
+    def translate(self, exc: Exception) -> StoreError | None:
+        if isinstance(exc, sqlite3.IntegrityError):
+            return StoreConflict(f"SQLite store {self.path}: {exc}")
+        if isinstance(exc, sqlite3.OperationalError) and _is_lock(exc):
+            return StoreError(
+                f"the SQLite store {self.path} is locked: another connection held it for "
+                f"more than busy_timeout_s={self.busy_timeout_s:g}s; nothing was written. "
+                "Retry, or stop the process that keeps the database busy",
+                retryable=True,
+            )
+        if isinstance(exc, sqlite3.Error):
+            return StoreError(f"the SQLite store {self.path} failed: {exc}")
+        return None
+
+    def retry_batch(self, exc: Exception) -> bool:
+        return False
+
+
+def _is_lock(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text

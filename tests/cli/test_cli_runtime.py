@@ -1,0 +1,151 @@
+"""The durable runtime from the command line: detached runs, a worker, control from anywhere."""
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.testing import FakeOpenAIServer, FakeReply
+
+HARNESS = str(Path(sys.executable).parent / "harness")
+
+
+def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HARNESS_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200"}
+    env.pop("HARNESS_MODEL", None)
+    return subprocess.run([HARNESS, *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def show(home: Path, run_id: str) -> dict[str, Any]:
+    done = cli(home, "runs", "show", run_id, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def wait_state(home: Path, run_id: str, *states: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        record = show(home, run_id)
+        if record["state"] in states:
+            return record
+        time.sleep(0.1)
+    raise AssertionError(f"{run_id} never reached {states}: {record}")
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[None]:
+    env = {**os.environ, "HARNESS_HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [HARNESS, "worker", "--concurrency", "4"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("worker ")
+    yield
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert "worker stopped" in out
+
+
+def detach(home: Path, base_url: str, task: str, *extra: str) -> str:
+    done = cli(
+        home, "run", "--detach", "--model", "openai:fake", "--base-url", base_url, *extra, task
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def slow(reply: FakeReply, seconds: float) -> FakeReply:
+    return dataclasses.replace(reply, delay_s=seconds)
+
+
+def test_detached_runs_are_executed_by_a_worker(tmp_path: Path, worker: None) -> None:
+    with FakeOpenAIServer([FakeReply.text("hello from the worker")]) as server:
+        run_id = detach(tmp_path, server.base_url, "say hello", "--tools", "none")
+        assert run_id.startswith("run_")
+        record = wait_state(tmp_path, run_id, "COMPLETED", "FAILED")
+    assert record["result"] == "hello from the worker"
+    assert record["termination"] == "final_answer"
+    listed = cli(tmp_path, "runs", "list", "--state", "completed", "--json").stdout
+    assert run_id in listed
+    events = [
+        json.loads(line)
+        for line in cli(tmp_path, "runs", "events", run_id, "--json").stdout.splitlines()
+    ]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[-1]["type"] == "run_finished"
+    replayed = [
+        json.loads(line) for line in cli(tmp_path, "replay", run_id, "--json").stdout.splitlines()
+    ]
+    assert [m["role"] for m in replayed] == ["system", "user", "assistant"]
+    assert replayed[-1]["content"] == "hello from the worker"
+    readable = cli(tmp_path, "replay", run_id).stdout
+    assert "── user" in readable
+    assert "say hello" in readable
+
+
+def test_pause_and_resume_from_other_processes(tmp_path: Path, worker: None) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    replies = [slow(FakeReply.tool_call("list_dir", {}), 0.4) for _ in range(3)]
+    replies.append(FakeReply.text("listed three times"))
+    with FakeOpenAIServer(replies) as server:
+        run_id = detach(
+            tmp_path, server.base_url, "list", "--tools", "list_dir", "--workspace", str(workspace)
+        )
+        wait_state(tmp_path, run_id, "RUNNING")
+        assert cli(tmp_path, "pause", run_id).returncode == 0
+        wait_state(tmp_path, run_id, "PAUSED")
+        requests_while_paused = len(server.requests)
+        time.sleep(1.0)
+        assert len(server.requests) == requests_while_paused
+        again = cli(tmp_path, "pause", run_id)
+        assert again.returncode == 2
+        assert f"cannot pause run {run_id}: it is PAUSED" in again.stderr
+        assert cli(tmp_path, "resume", run_id).returncode == 0
+        record = wait_state(tmp_path, run_id, "COMPLETED", "FAILED")
+    assert record["result"] == "listed three times"
+    kinds = [
+        json.loads(line)["type"]
+        for line in cli(tmp_path, "runs", "events", run_id, "--json").stdout.splitlines()
+    ]
+    assert "run_paused" in kinds
+    assert "run_resumed" in kinds
+
+
+def test_cancel_from_another_process_interrupts_the_model_call(
+    tmp_path: Path, worker: None
+) -> None:
+    with FakeOpenAIServer([slow(FakeReply.text("too late"), 30)]) as server:
+        run_id = detach(tmp_path, server.base_url, "wait", "--tools", "none")
+        while not server.requests:
+            time.sleep(0.05)
+        done = cli(tmp_path, "cancel", run_id, "--reason", "user gave up")
+        assert done.returncode == 0, done.stderr
+        record = wait_state(tmp_path, run_id, "CANCELLED")
+    assert record["termination"] == "cancelled"
+    events = [
+        json.loads(line)
+        for line in cli(tmp_path, "runs", "events", run_id, "--json").stdout.splitlines()
+    ]
+    assert events[-1]["type"] == "run_cancelled"
+    assert events[-1]["payload"]["reason"] == "user gave up"
+
+
+def test_unknown_runs_are_clear_errors(tmp_path: Path) -> None:
+    for args in (("runs", "show", "run_x"), ("pause", "run_x"), ("replay", "run_x")):
+        done = cli(tmp_path, *args)
+        assert done.returncode == 2
+        assert "no run run_x" in done.stderr
+        assert "Traceback" not in done.stderr

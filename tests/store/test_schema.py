@@ -1,0 +1,78 @@
+"""The schema only grows: released migrations never change, and old stores keep reading."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+from harness.core import Usage
+from harness.store import NewEvent, StepWrite, open_store
+from harness.store._schema import LATEST_VERSION, MIGRATIONS
+
+from .conftest import START
+from .test_contract import CONVERSATION
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+RELEASED = {
+    1: "1c320823fa28369fb50af4706a58b671b15177102050e4405695e42a8b9eefe5",
+}
+"""sha256 of each released migration's statements. Add a line for a new migration; never
+edit one: a database that applied the old statements would not be migrated again."""
+
+
+def fingerprint(version: int) -> str:
+    statements = MIGRATIONS[version - 1].statements
+    return hashlib.sha256("\n;\n".join(statements).encode()).hexdigest()
+
+
+def test_migrations_are_numbered_from_one_without_gaps() -> None:
+    assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
+    assert LATEST_VERSION == len(MIGRATIONS)
+
+
+def test_released_migrations_never_change() -> None:
+    assert {v: fingerprint(v) for v in RELEASED} == RELEASED
+
+
+async def test_a_store_written_by_schema_1_reads_and_writes_today(tmp_path: Path) -> None:
+    path = tmp_path / "harness.db"
+    conn = sqlite3.connect(path)
+    conn.executescript((FIXTURES / "store_v1.sql").read_text(encoding="utf-8"))
+    conn.close()
+    async with await open_store(path) as store:
+        assert await store.schema_version() == LATEST_VERSION
+        run = await store.get_run("run_v1")
+        assert run is not None
+        assert (run.state, run.result, run.termination, run.last_seq) == (
+            "COMPLETED",
+            "12 files.",
+            "final_answer",
+            5,
+        )
+        assert run.usage == Usage(
+            input_tokens=120, output_tokens=35, requests=2, tool_calls=2, cost_usd=0.001
+        )
+        assert (run.created_at, run.started_at, run.finished_at) == (START, START + 1, START + 3)
+        assert run.metadata == {"limits": {"max_steps": 5}}
+        assert await store.messages("run_v1") == CONVERSATION
+        events = await store.events("run_v1")
+        assert [(e.seq, e.type) for e in events] == [
+            (1, "run_submitted"),
+            (2, "run_started"),
+            (3, "model_responded"),
+            (4, "tool_completed"),
+            (5, "run_finished"),
+        ]
+        assert events[0].payload == {"agent": "ops", "task": "count the files"}
+        assert await store.get_blob("run_v1", "c1") == "12\n"
+        assert await store.audit("run_v1") == [{"call_id": "c1", "tool": "bash", "approved": True}]
+        assert [c.payload for c in await store.take_controls(run_id="run_v1")] == [{"by": "cli"}]
+        again = await store.append(
+            StepWrite(
+                run_id="run_v1", events=[NewEvent(type="step_started")], key="step-1-attempt-1"
+            )
+        )
+        assert [e.seq for e in again] == [3, 4]
+        assert await store.send_control("run_v1", "cancel") == 2

@@ -13,6 +13,7 @@ from harness.errors import ConfigError
 from harness.store.errors import StoreConflict, StoreError
 from harness.store.protocol import (
     CLAIMABLE_STATES,
+    RUN_STATES,
     TERMINAL_STATES,
     Control,
     ControlKind,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLAIMABLE_STATES",
+    "RUN_STATES",
     "TERMINAL_STATES",
     "Control",
     "ControlKind",

@@ -117,3 +117,21 @@ def test_read_refuses_fifos_and_directories_and_missing_files(workspace: Path) -
             read_workspace_file(workspace, relative, 100)
     with pytest.raises(ToolError, match="does not exist"):
         read_workspace_file(workspace, "missing", 100)
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("target", ["/etc", "/usr/share", "/tmp", "/", "/var/lib"])
+def test_system_directories_are_never_handed_over(target: str) -> None:
+    before = os.stat(target)
+    with pytest.raises(ConfigError, match="refusing to make"):
+        prepare_workspace(Path(target))
+    after = os.stat(target)
+    assert (after.st_uid, after.st_mode) == (before.st_uid, before.st_mode)
+
+
+@ROOT_ONLY
+def test_a_symlink_to_a_system_directory_is_refused(parent: Path) -> None:
+    parent.symlink_to("/etc")
+    with pytest.raises(ConfigError, match="is a symlink"):
+        prepare_workspace(parent)
+    assert os.stat("/etc").st_uid == 0

@@ -12,6 +12,7 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -79,15 +80,36 @@ def prepare_workspace(path: Path, *, uid: int = DEFAULT_UID) -> Path:
         ConfigError: `path` is not a directory, or a parent is not traversable.
     """
     path.mkdir(mode=_PRIVATE, exist_ok=True)
+    if path.is_symlink():
+        raise ConfigError(f"workspace {path} is a symlink: give the real directory")
     real = path.resolve(strict=True)
     if not real.is_dir():
         raise ConfigError(f"workspace {real} is not a directory")
+    _refuse_system_directory(real)
     owner = sandbox_host_uid(uid)
     if os.geteuid() == 0:
         _chown_tree(real, owner)
     os.chmod(real, _PRIVATE)
     _check_parents(real, owner)
     return real
+
+
+_SYSTEM = tuple(
+    Path(p)
+    for p in ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/dev",
+              "/proc", "/sys", "/run", "/var", "/root", "/opt", "/srv", "/snap")
+)  # fmt: skip
+
+
+def _refuse_system_directory(real: Path) -> None:
+    """Never hand a system directory, or a top-level one, to the sandbox uid."""
+    prefixes = {Path(sys.prefix), Path(sys.base_prefix), Path.home()}
+    inside_system = any(real == s or s in real.parents for s in _SYSTEM)
+    if len(real.parts) < 3 or inside_system or real in prefixes:
+        raise ConfigError(
+            f"refusing to make {real} a workspace: it is a system or top-level directory. "
+            "Use make_workspace(), or a project directory of its own."
+        )
 
 
 def check_workspace(path: Path, *, uid: int = DEFAULT_UID) -> Path:

@@ -24,6 +24,8 @@ HarnessError
 ├── ToolSignal                       raised by tools on purpose; never crashes a run
 │   ├── ToolError                    a business rule failed: message + hint for the model
 │   └── ApprovalRequired             the call must wait for a human decision
+├── StoreError                       the run store failed (`retryable` as data)
+│   └── StoreConflict                a write's condition did not hold; nothing was written
 ├── RunError                         a run could not go on
 │   ├── InvalidTransition            a lifecycle move that the state table forbids
 │   └── RunQueueFull                 the scheduler's queue is at its bound
@@ -56,6 +58,8 @@ __all__ = [
     "RunError",
     "RunInterrupted",
     "RunQueueFull",
+    "StoreConflict",
+    "StoreError",
     "ToolDefinitionError",
     "ToolError",
     "ToolSignal",
@@ -199,6 +203,29 @@ class ApprovalRequired(ToolSignal):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class StoreError(HarnessError):
+    """The run store could not read or write: locked, unreachable, or newer than this code.
+
+    A write that fails with `StoreError` wrote nothing: a step commits whole or not at all.
+
+    Attributes:
+        retryable: Whether the same call may succeed later (a lock released, a server back).
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+
+
+class StoreConflict(StoreError):
+    """A write's condition did not hold, so nothing was written.
+
+    The run does not exist or already exists, is not in an expected state, or is leased
+    to another owner.
+    """
 
 
 class RunError(HarnessError):

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from harness.agent.loop import AgentLoop
 from harness.agent.spec import AgentSpec
 from harness.core.events import RunEvent
+from harness.core.messages import Message
+from harness.core.results import RunResult
 from harness.errors import RunInterrupted
 from harness.runtime.bus import EventBus
 from harness.runtime.resources import AgentResources
@@ -31,7 +32,7 @@ from harness.store.protocol import (
     RunUpdate,
     StepWrite,
 )
-from harness.tools import ApprovalDecision, ApprovalHandler, AuditLog, AuditRecord
+from harness.tools import ApprovalDecision, ApprovalHandler, AuditLog
 
 __all__ = ["RunExecutor"]
 
@@ -59,9 +60,10 @@ class RunExecutor:
     ) -> None:
         self._store, self._bus, self._resources = store, bus, resources
         self._owner, self._agents = owner, agents
-        self._approver, self._audit = approver, audit or StoreAudit(store)
+        self._approver, self._audit = approver, audit
         self._max, self._model_limits, self._lease_s = max_concurrent, model_limits, lease_s
         self._handles: dict[str, RunHandle] = {}
+        self._results: dict[str, asyncio.Future[RunResult | None]] = {}
         self._models: dict[str, str] = {}
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -88,8 +90,6 @@ class RunExecutor:
         for task in running:
             task.cancel()
         await asyncio.gather(*self._tasks, *running, return_exceptions=True)
-        if isinstance(self._audit, StoreAudit):
-            await self._audit.drain()
         with contextlib.suppress(Exception):
             await self._store.release(self._owner)
 
@@ -108,21 +108,43 @@ class RunExecutor:
         free = self._max - len(self._handles)
         if free <= 0:
             return
-        candidates = await self._store.list_runs(state="PENDING", limit=10 * self._max)
-        candidates += await self._store.expired_runs()
-        wanted = [r.run_id for r in candidates if self._runnable(r)]
+        if self._adopt:
+            candidates = await self._store.list_runs(state="PENDING", limit=10 * self._max)
+            candidates += await self._store.expired_runs()
+            wanted = [r.run_id for r in candidates if self._runnable(r)]
+        else:  # only our own runs that wait for room: the claim checks their state
+            wanted = [run_id for run_id in self.own if run_id not in self._handles]
         if not wanted:
             return
         for record in await self._store.claim(
             self._owner, lease_s=self._lease_s, run_ids=wanted, limit=free
         ):
             if record.run_id not in self._handles and self._has_model_room(record):
-                handle = RunHandle(run_id=record.run_id)
-                self._handles[record.run_id] = handle
-                self._models[record.run_id] = record.model or ""
-                handle.task = asyncio.create_task(self._execute(record, handle))
+                self._start_task(record)
             elif record.run_id not in self._handles:
                 await self._store.release(self._owner, [record.run_id])
+
+    def has_room(self, model: str | None) -> bool:
+        """Whether a run of `model` could start now."""
+        limit = self._model_limits.get(model or "")
+        busy = sum(1 for m in self._models.values() if m == model)
+        return len(self._handles) < self._max and (limit is None or busy < limit)
+
+    def launch(self, record: RunRecord, messages: list[Message]) -> None:
+        """Start a run that was created already leased to this process."""
+        if record.run_id not in self._handles:
+            self._start_task(record, messages)
+
+    def result_of(self, run_id: str) -> asyncio.Future[RunResult | None] | None:
+        """The result of a run executing here, when it ends (`None`: ask the store)."""
+        return self._results.get(run_id)
+
+    def _start_task(self, record: RunRecord, messages: list[Message] | None = None) -> None:
+        handle = RunHandle(run_id=record.run_id)
+        self._handles[record.run_id] = handle
+        self._models[record.run_id] = record.model or ""
+        self._results[record.run_id] = asyncio.get_running_loop().create_future()
+        handle.task = asyncio.create_task(self._execute(record, handle, messages))
 
     def _runnable(self, record: RunRecord) -> bool:
         if not self._adopt and record.run_id not in self.own:
@@ -184,9 +206,12 @@ class RunExecutor:
             )
             handle.decide(str(payload.get("call_id")), decision)
 
-    async def _execute(self, record: RunRecord, handle: RunHandle) -> None:
+    async def _execute(
+        self, record: RunRecord, handle: RunHandle, messages: list[Message] | None
+    ) -> None:
+        result: RunResult | None = None
         try:
-            await self._execute_claimed(record, handle)
+            result = await self._execute_claimed(record, handle, messages)
         except asyncio.CancelledError:
             pass  # shutdown or lost lease: the store keeps the last committed step
         except Exception as exc:
@@ -195,16 +220,24 @@ class RunExecutor:
         finally:
             self._handles.pop(record.run_id, None)
             self._models.pop(record.run_id, None)
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._store.release(self._owner, [record.run_id]))
-            self.wake()
+            self.own.discard(record.run_id)
+            done = self._results.pop(record.run_id, None)
+            if done is not None and not done.done():
+                done.set_result(result)
+            if result is None:  # a finished run needs no lease; any other is handed back
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._store.release(self._owner, [record.run_id]))
+            if self._adopt or any(run_id not in self._handles for run_id in self.own):
+                self.wake()  # room for a run that waits
 
-    async def _execute_claimed(self, record: RunRecord, handle: RunHandle) -> None:
+    async def _execute_claimed(
+        self, record: RunRecord, handle: RunHandle, messages: list[Message] | None
+    ) -> RunResult | None:
         run_id = record.run_id
         agent = self._agents.get(record.agent) or agent_from_metadata(record.metadata["agent"])
         started = await self._start(record)
         if started is None:
-            return
+            return None
         self._publish(started)
         sink = StoreSink(
             self._store,
@@ -222,20 +255,22 @@ class RunExecutor:
             sink=sink,
             stream=agent.name in self.streaming,
             approver=self._approver or handle.wait_for_decision,
-            audit=self._audit,
+            audit=self._audit or sink,
         )
-        messages = await self._store.messages(run_id)
+        fresh = messages is not None and record.last_seq <= 1
+        history = messages if messages is not None else await self._store.messages(run_id)
+        not_started = set[str]() if fresh else await self._unstarted(run_id)
         try:
-            result = await loop.run(run_id, messages, not_started=await self._unstarted(run_id))
+            result = await loop.run(run_id, history, not_started=not_started)
         except RunInterrupted:
             sink.emit("run_paused", {"at": "step boundary"})
             await sink.flush(RunUpdate(state="PAUSED", usage=sink.usage))
-            return
+            return None
         except asyncio.CancelledError:
             if handle.cancelled_by is None:
                 raise
             await self._cancelled(sink, handle)
-            return
+            return None
         state = "FAILED" if result.termination == "error" else "COMPLETED"
         await sink.flush(
             RunUpdate(
@@ -246,6 +281,7 @@ class RunExecutor:
                 error=result.error,
             )
         )
+        return dataclasses.replace(result, usage=sink.usage)
 
     async def _start(self, record: RunRecord) -> list[RunEvent] | None:
         """Move the run to RUNNING; a run taken over from a dead owner says so."""
@@ -310,22 +346,3 @@ class RunExecutor:
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:
             self._bus.publish(event)
-
-
-class StoreAudit:
-    """An `AuditLog` kept in the run store; records are written in the background."""
-
-    def __init__(self, store: EventStore) -> None:
-        self._store = store
-        self._pending: set[asyncio.Task[None]] = set()
-
-    def record(self, entry: AuditRecord) -> None:
-        """Keep one record."""
-        data: dict[str, Any] = json.loads(entry.to_json())
-        task = asyncio.get_running_loop().create_task(self._store.record_audit(entry.run_id, data))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-
-    async def drain(self) -> None:
-        """Wait for records still being written."""
-        await asyncio.gather(*self._pending, return_exceptions=True)

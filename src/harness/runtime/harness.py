@@ -22,6 +22,7 @@ from harness.core.events import RunEvent
 from harness.core.ids import new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
+from harness.core.usage import Usage
 from harness.errors import ConfigError, RunError, RunQueueFull
 from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
@@ -159,11 +160,11 @@ class Harness:
         Raises:
             RunQueueFull: The queue of pending runs is at its bound.
         """
-        _, max_queue, _, _ = self._limits
-        pending = await self.store.list_runs(state="PENDING", limit=max_queue)
-        if len(pending) >= max_queue:
+        _, max_queue, _, lease_s = self._limits
+        pending = await self.store.count_runs("PENDING")
+        if pending >= max_queue:
             raise RunQueueFull(
-                f"{len(pending)} runs are already waiting (max_queue={max_queue}); "
+                f"{pending} runs are already waiting (max_queue={max_queue}); "
                 "submit later, or raise max_queue / the concurrency limits"
             )
         self.register(agent)
@@ -172,8 +173,11 @@ class Harness:
         metadata = {"agent": agent_metadata(agent)} if agent_metadata(agent) else {}
         model = agent.model if isinstance(agent.model, str) else agent.model.name
         self._finished[run_id] = asyncio.Event()
+        local = self._executor is not None and self._executor.has_room(model)
         created = await self.store.create_run(
             NewRun(
+                owner=self.owner if local else None,
+                lease_s=lease_s if local else None,
                 run_id=run_id,
                 agent=agent.name,
                 task=task,
@@ -193,7 +197,10 @@ class Harness:
         self._publish(created)
         if self._executor is not None:
             self._executor.own.add(run_id)
-            self._executor.wake()
+            if local:  # already leased to us: start it without a trip through the queue
+                self._executor.launch(_new_record(created, agent, task, model), messages)
+            else:
+                self._executor.wake()
         return run_id
 
     async def run(
@@ -241,6 +248,9 @@ class Harness:
             TimeoutError: It did not end within `timeout` seconds.
         """
         async with asyncio.timeout(timeout):
+            local = self._executor.result_of(run_id) if self._executor else None
+            if local is not None and (result := await local) is not None:
+                return result
             while True:
                 record = await self._record(run_id)
                 if RunState(record.state) in TERMINAL:
@@ -412,6 +422,32 @@ class Harness:
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()
+
+
+def _new_record(created: list[RunEvent], agent: AgentSpec, task: str, model: str) -> RunRecord:
+    """The record of a run just created leased to us, without reading it back."""
+    now = created[-1].ts
+    return RunRecord(
+        run_id=created[-1].run_id,
+        agent=agent.name,
+        state="PENDING",
+        task=task,
+        parent_run_id=None,
+        model=model,
+        priority=0,
+        created_at=now,
+        updated_at=now,
+        started_at=None,
+        finished_at=None,
+        usage=Usage(),
+        result=None,
+        termination=None,
+        error=None,
+        owner=None,
+        lease_expires_at=None,
+        metadata={},
+        last_seq=created[-1].seq,
+    )
 
 
 class _Watcher:

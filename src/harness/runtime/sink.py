@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -13,6 +14,7 @@ from harness.core.usage import Usage
 from harness.errors import RunInterrupted
 from harness.runtime.bus import EventBus
 from harness.store.protocol import EventStore, NewEvent, RunUpdate, StepWrite
+from harness.tools.audit import AuditRecord
 
 __all__ = ["LIVE_ONLY", "StoreSink"]
 
@@ -57,6 +59,7 @@ class StoreSink:
         self._seq = last_seq
         self._events: list[NewEvent] = []
         self._messages: list[Message] = []
+        self._audit: list[dict[str, Any]] = []
         self._state: str | None = None
         self._pause_requested = pause_requested
         self.usage = usage or Usage()
@@ -86,6 +89,10 @@ class StoreSink:
             self.usage += Usage(tool_calls=1)
             self._usage_changed = True
 
+    def record(self, entry: AuditRecord) -> None:
+        """Keep one audit record; it commits with the step (the sink is an `AuditLog`)."""
+        self._audit.append(json.loads(entry.to_json()))
+
     def message(self, message: Message) -> None:
         """Keep one message for the next commit."""
         self._messages.append(message)
@@ -98,18 +105,19 @@ class StoreSink:
 
     async def flush(self, update: RunUpdate | None = None) -> None:
         """Commit everything kept so far, with `update` to the run's row."""
-        if not (self._events or self._messages or update or self._state):
+        if not (self._events or self._messages or update or self._state or self._audit):
             return
         if update is None and (self._state or self._usage_changed):
             update = RunUpdate(state=self._state, usage=self.usage)
-        events, messages = self._events, self._messages
-        self._events, self._messages, self._state = [], [], None
+        events, messages, audit = self._events, self._messages, self._audit
+        self._events, self._messages, self._audit, self._state = [], [], [], None
         self._usage_changed = False
         await self._store.append(
             StepWrite(
                 run_id=self.run_id,
                 events=events,
                 messages=messages,
+                audit=audit,
                 update=update,
                 owner=self._owner,
             )

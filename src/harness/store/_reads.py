@@ -67,6 +67,16 @@ def list_runs(
     return [run_from_row(row) for row in db.query(sql, (*params, limit))]
 
 
+def count_runs(db: Db, states: Collection[str]) -> int:
+    """How many runs are in one of `states`."""
+    if not states:
+        return 0
+    rows = db.query(
+        f"SELECT count(*) FROM runs WHERE state IN ({marks(len(states))})", tuple(states)
+    )
+    return int(rows[0][0])
+
+
 def events(db: Db, run_id: str, *, after_seq: int, limit: int | None) -> list[RunEvent]:
     """The run's events after `after_seq`, in order."""
     sql = "SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"

@@ -142,6 +142,11 @@ class SqlStore:
             )
         )
 
+    async def count_runs(self, state: str | Collection[str]) -> int:
+        """How many runs are in `state` (or one of several); see `EventStore.count_runs`."""
+        states = _strings((state,) if isinstance(state, str) else state) or ()
+        return await self._read(lambda db: _reads.count_runs(db, states))
+
     async def events(
         self, run_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[RunEvent]:

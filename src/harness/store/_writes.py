@@ -206,6 +206,8 @@ def _insert(db: Db, step: StepWrite, before: _Counters, now: float) -> list[RunE
         _insert_messages(db, run_id, before.last_message, step.messages, now)
     if step.blobs:
         _put_blobs(db, run_id, step.blobs, now)
+    for record in step.audit:
+        record_audit(db, run_id, record, now)
     return events
 
 
@@ -296,5 +298,6 @@ def snapshot(step: StepWrite) -> StepWrite:
         events=tuple(step.events),
         messages=tuple(step.messages),
         blobs=dict(step.blobs),
+        audit=tuple(step.audit),
         expect_states=None if step.expect_states is None else frozenset(step.expect_states),
     )

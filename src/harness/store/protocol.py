@@ -165,6 +165,8 @@ class StepWrite:
     """Messages, appended in this order to the run's history."""
     blobs: Mapping[str, str] = field(default_factory=lambda: {})
     """Large texts by key (e.g. full tool results); a key written again is replaced."""
+    audit: Sequence[Mapping[str, Any]] = ()
+    """Audit records of the step's tool calls, kept with it."""
     update: RunUpdate | None = None
     """Changes to the run's row."""
     expect_states: Collection[str] | None = None
@@ -251,6 +253,10 @@ class EventStore(Protocol):
         limit: int = 100,
     ) -> list[RunRecord]:
         """Runs created in `[since, until)` that match every filter given, newest first."""
+        ...
+
+    async def count_runs(self, state: str | Collection[str]) -> int:
+        """How many runs are in `state`, or in one of several states."""
         ...
 
     async def events(

@@ -1,4 +1,7 @@
-"""Per-run and per-step overhead of harness with an in-process scripted model.
+"""Per-run and per-step overhead of the agent loop itself, with an in-process model.
+
+The loop reports to an in-memory sink (no store): this is what harness adds to every step
+before persistence. bench/runtime.py measures the durable runtime.
 
 The scenario of ../shared/bench/peers: one tool `add(a, b)`; the model asks for add(2, 3),
 then answers with the tool's result. One run = 2 model calls + 1 tool call = 3 steps.
@@ -20,11 +23,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
-from harness import Agent, Harness, Message, ModelRequest, tool
+from harness import Message, ModelRequest, Toolset, tool
+from harness.agent import AgentLoop, AgentSpec
 from harness.gateway.scripted import FunctionModel, call, reply
-from harness.runtime import Settings
+from harness.runtime.bus import EventBus, RunRecorder
+from harness.tools import MemoryAuditLog
 
 ARGS = '{"a": 2, "b": 3}'
 STEPS = 3
@@ -58,11 +62,18 @@ async def _raw_run(latency: float) -> str:
         messages.append({"role": "tool", "tool_call_id": "c", "content": str(result)})
 
 
-def _harness_runner(harness: Harness, latency: float) -> Callable[[], Awaitable[str | None]]:
-    agent = Agent(name="bench", model=FunctionModel(_script, latency_s=latency), tools=[add])
+def _harness_runner(latency: float) -> Callable[[], Awaitable[str | None]]:
+    model = FunctionModel(_script, latency_s=latency)
+    spec = AgentSpec(name="bench", model=model, tools=[add])
+    toolset = Toolset([add])
+    bus = EventBus()
 
     async def run() -> str | None:
-        return (await harness.run(agent, "What is 2 + 3?")).output
+        loop = AgentLoop(
+            spec, model=model, toolset=toolset, sink=RunRecorder("run", bus), audit=MemoryAuditLog()
+        )
+        messages = [Message.system(spec.instructions), Message.user("What is 2 + 3?")]
+        return (await loop.run("run", messages)).output
 
     return run
 
@@ -90,12 +101,11 @@ def _import_ms() -> float:
 
 
 async def _main(args: argparse.Namespace) -> None:
-    harness = Harness(Settings(home=Path(".harness")))
     raw_seq = await _sequential(lambda: _raw_run(0), args.runs)
-    seq = await _sequential(_harness_runner(harness, 0), args.runs)
+    seq = await _sequential(_harness_runner(0), args.runs)
     raw_conc = await _concurrent(lambda: _raw_run(args.latency), args.concurrent)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    conc = await _concurrent(_harness_runner(harness, args.latency), args.concurrent)
+    conc = await _concurrent(_harness_runner(args.latency), args.concurrent)
     rss_growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
     floor = 2 * args.latency * 1e3
     print(
@@ -105,7 +115,7 @@ async def _main(args: argparse.Namespace) -> None:
     print("|---|---:|---:|---:|")
     print(f"| raw loop (plain dicts) | {raw_seq:.1f} | {raw_seq / STEPS:.1f} | {raw_conc:.0f} |")
     print(
-        f"| harness, in-process, events numbered and published | {seq:.1f} | "
+        f"| harness agent loop: validation, approval policy, audit, events | {seq:.1f} | "
         f"{seq / STEPS:.1f} | {conc:.0f} |"
     )
     print(

@@ -41,6 +41,15 @@ def start_run(home: Path, workspace: Path, base_url: str) -> subprocess.Popen[st
 
 
 def wait_for_request(home: Path, proc: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        return poll_for_request(home, proc)
+    except BaseException:
+        proc.kill()  # never leave a waiting run behind
+        proc.communicate()
+        raise
+
+
+def poll_for_request(home: Path, proc: subprocess.Popen[str]) -> tuple[str, str]:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         listed = cli(home, "approvals", "--json").stdout.splitlines()

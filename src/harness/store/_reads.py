@@ -109,10 +109,12 @@ def audit(db: Db, run_id: str | None) -> list[dict[str, Any]]:
 
 
 def expired_runs(db: Db, now: float) -> list[RunRecord]:
-    """Unfinished runs whose lease ran out, the longest expired first."""
+    """Started, unfinished runs whose lease ran out or was given up; the longest expired first."""
     rows = db.query(
-        f"SELECT {RUN_COLUMNS} FROM runs WHERE owner IS NOT NULL AND lease_expires_at <= ? "
-        f"AND state NOT IN ({marks(len(TERMINAL_STATES))}) ORDER BY lease_expires_at, run_id",
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE ((owner IS NOT NULL AND lease_expires_at <= ?) "
+        "OR (owner IS NULL AND state IN ('RUNNING', 'WAITING_TOOL'))) "
+        f"AND state NOT IN ({marks(len(TERMINAL_STATES))}) "
+        "ORDER BY lease_expires_at, run_id",
         (now, *sorted(TERMINAL_STATES)),
     )
     return [run_from_row(row) for row in rows]

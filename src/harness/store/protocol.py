@@ -317,7 +317,7 @@ class EventStore(Protocol):
         ...
 
     async def expired_runs(self) -> list[RunRecord]:
-        """Unfinished runs whose owner's lease has run out."""
+        """Unfinished runs whose owner's lease ran out, or started runs nobody holds."""
         ...
 
     async def send_control(

@@ -9,6 +9,7 @@ to `busy_timeout_s` for another to finish before it reports the database locked.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, Literal
@@ -109,13 +110,28 @@ class _SQLiteDriver:
             self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
         )
         try:
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._enter_wal(conn)
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
         except BaseException:
             conn.close()
             raise
         return _SQLiteDb(conn)
+
+    def _enter_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL; on a new file several openers race, and SQLite answers BUSY at once.
+
+        That answer skips the busy handler, so wait and retry up to `busy_timeout_s` here.
+        """
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_lock(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def translate(self, exc: Exception) -> StoreError | None:
         if isinstance(exc, sqlite3.IntegrityError):

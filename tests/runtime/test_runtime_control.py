@@ -1,0 +1,132 @@
+"""Cancel in the middle of a tool, approvals across a restart, priorities and model limits."""
+
+import asyncio
+import json
+from pathlib import Path
+
+from harness import Agent, Harness, Message, ModelRequest, tool
+from harness.runtime import Settings
+from harness.testing import FunctionModel, ScriptedModel, call, reply
+from harness.tools import bash_tool
+from harness.tools.sandbox import Sandbox
+
+
+@tool(side_effects="mutating", approval="ask")
+def deploy(env: str) -> str:
+    """Deploy (needs approval)."""
+    return f"deployed to {env}"
+
+
+async def state_of(h: Harness, run_id: str, *states: str) -> None:
+    async with asyncio.timeout(30):
+        while (await h.get(run_id)).state not in states:
+            await asyncio.sleep(0.02)
+
+
+async def test_cancel_during_a_long_sandboxed_command_kills_it(
+    tmp_path: Path, sandbox: Sandbox, workspace: Path, leftovers: object
+) -> None:
+    bash = bash_tool(cwd=workspace, sandbox=sandbox, timeout=60)
+    command = {"command": "sleep 50 & sleep 51; echo never"}
+    agent = Agent(
+        name="sleeper", model=ScriptedModel([reply(None, call("bash", command))]), tools=[bash]
+    )
+    async with Harness(Settings(home=tmp_path)) as h:
+        run_id = await h.submit(agent, "sleep")
+        async with asyncio.timeout(30):
+            await _started_sleeping(h, run_id)
+        await h.cancel(run_id, reason="too slow")
+        result = await h.wait(run_id, timeout=20)
+        history = await h.messages(run_id)
+    assert result.termination == "cancelled"
+    assert history[-1].tool_calls[0].name == "bash"  # what was done is kept
+    assert not _sleeping()
+
+
+async def _started_sleeping(h: Harness, run_id: str) -> None:
+    while not _sleeping():
+        await asyncio.sleep(0.05)
+
+
+def _sleeping() -> list[Path]:
+    return [p for p in Path("/proc").iterdir() if p.name.isdigit() and _is_sandboxed_sleep(p)]
+
+
+def _is_sandboxed_sleep(proc: Path) -> bool:
+    try:
+        return (proc / "cmdline").read_bytes().startswith(b"sleep\x005")
+    except OSError:
+        return False
+
+
+async def test_an_approval_survives_a_restart(tmp_path: Path) -> None:
+    agent = Agent(
+        name="deployer",
+        model=ScriptedModel(
+            [reply(None, call("deploy", {"env": "prod"}, id="d1")), reply("shipped")]
+        ),
+        tools=[deploy],
+    )
+    first = Harness(Settings(home=tmp_path), lease_s=1.0)
+    await first.open()
+    run_id = await first.submit(agent, "ship it")
+    await state_of(first, run_id, "WAITING_TOOL")
+    assert [p["call_id"] for p in await first.pending_approvals(run_id)] == ["d1"]
+    await first.aclose()  # the process goes away while the call waits
+
+    async with Harness(Settings(home=tmp_path), agents=(agent,), lease_s=1.0) as second:
+        await state_of(second, run_id, "WAITING_TOOL")
+        while not await second.pending_approvals(run_id):
+            await asyncio.sleep(0.05)
+        await second.approve(run_id, "d1", by="user:ops")
+        result = await second.wait(run_id, timeout=20)
+        kinds = [e.type async for e in second.events(run_id)]
+    assert result.output == "shipped"
+    assert "run_recovered" in kinds
+    tool_message = next(m for m in result.messages if m.role == "tool")
+    assert tool_message.content == "deployed to prod"
+
+
+def _recorder(order: list[str]) -> FunctionModel:
+    def answer(request: ModelRequest) -> Message:
+        task = next(m.content for m in request.messages if m.role == "user")
+        order.append(str(task))
+        return reply(f"done {task}")
+
+    return FunctionModel(answer, latency_s=0.05)
+
+
+async def test_higher_priority_runs_start_first(tmp_path: Path) -> None:
+    order: list[str] = []
+    agent = Agent(name="prio", model=_recorder(order))
+    async with Harness(Settings(home=tmp_path), execute=False) as queue:
+        ids = [
+            await queue.submit(agent, name, priority=p)
+            for name, p in (("low", 0), ("high", 5), ("mid", 1))
+        ]
+    async with Harness(Settings(home=tmp_path), agents=(agent,), max_concurrent=1) as h:
+        for run_id in ids:
+            await h.wait(run_id, timeout=20)
+    assert order == ["high", "mid", "low"]
+
+
+async def test_a_model_limit_keeps_runs_of_that_model_apart(tmp_path: Path) -> None:
+    active = 0
+    peak = 0
+
+    async def answer(request: ModelRequest) -> Message:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.05)
+        active -= 1
+        return reply("ok")
+
+    agent = Agent(name="limited", model=FunctionModel(answer, name="m1"))
+    async with Harness(Settings(home=tmp_path), max_concurrent=10, model_limits={"m1": 1}) as h:
+        agent_with_name = Agent(name="limited", model=agent.model)
+        ids = [await h.submit(agent_with_name, f"t{i}") for i in range(4)]
+        results = [await h.wait(run_id, timeout=20) for run_id in ids]
+    assert all(r.output == "ok" for r in results)
+    assert peak == 1
+    assert json.dumps(peak)

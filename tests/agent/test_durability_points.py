@@ -43,6 +43,9 @@ class Journal:
     def message(self, message: Message) -> None:
         self.entries.append(f"message {message.role}")
 
+    async def commit(self) -> None:
+        self.entries.append("commit")
+
     async def checkpoint(self) -> None:
         self.checkpoints += 1
         self.entries.append("checkpoint")
@@ -62,17 +65,17 @@ async def test_calls_are_durable_before_they_run_and_results_after() -> None:
     journal = Journal()
     await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
     entries = journal.entries
-    first_commit = entries.index("checkpoint")
+    first_commit = entries.index("commit")
     assert entries.index("message assistant") < first_commit
     assert entries.index("event tool_started") < first_commit
     assert entries.index("event tool_completed") > first_commit
-    assert entries.index("message tool") < entries.index("checkpoint", first_commit + 1)
+    assert entries.index("message tool") < entries.index("checkpoint")
 
 
 async def test_an_interrupt_at_a_boundary_passes_through_the_loop() -> None:
     APPENDED.clear()
     model = ScriptedModel([reply(None, call("append", {"line": "x"})), reply("done")])
-    journal = Journal(interrupt_at=2)  # after the tool results of step 1
+    journal = Journal(interrupt_at=1)  # the boundary after step 1
     with pytest.raises(RunInterrupted):
         await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
     assert APPENDED == ["append x"]

@@ -130,3 +130,32 @@ async def test_a_model_limit_keeps_runs_of_that_model_apart(tmp_path: Path) -> N
     assert all(r.output == "ok" for r in results)
     assert peak == 1
     assert json.dumps(peak)
+
+
+async def test_a_pause_during_a_model_call_lets_the_step_finish_first(tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    @tool(side_effects="mutating")
+    def note(text: str) -> str:
+        """Write a note (not safe to repeat)."""
+        ran.append(text)
+        return "noted"
+
+    agent = Agent(
+        name="noter",
+        model=ScriptedModel(
+            [reply(None, call("note", {"text": "a"})), reply("done")], latency_s=0.3
+        ),
+        tools=[note],
+    )
+    async with Harness(Settings(home=tmp_path), adopt=False) as h:
+        run_id = await h.submit(agent, "note it")
+        await state_of(h, run_id, "RUNNING")
+        await h.pause(run_id)  # arrives while the first model call is in flight
+        await state_of(h, run_id, "PAUSED")
+        assert ran == ["a"]  # the step's tool call ran before the pause took effect
+        await h.resume(run_id)  # and a non-adopting Harness picks its own run up again
+        result = await h.wait(run_id, timeout=20)
+    assert result.output == "done"
+    assert ran == ["a"]
+    assert [m.content for m in result.messages if m.role == "tool"] == ["noted"]

@@ -20,7 +20,7 @@ from harness.core.ids import new_id
 from harness.core.messages import Message, ToolCall
 from harness.core.results import RunResult, TerminationReason
 from harness.core.usage import Usage
-from harness.errors import RunInterrupted
+from harness.errors import RunInterrupted, StoreError
 from harness.gateway.model import Model, ModelRequest, ModelResponse, ResponseDone, TextDelta
 from harness.tools import MemoryResultStore, ResultStore, ToolContext, Toolset
 from harness.tools.approvals import ApprovalHandler
@@ -75,7 +75,12 @@ class AgentLoop:
         self._tools: ToolCallRunner
 
     async def run(
-        self, run_id: str, messages: list[Message], *, not_started: Collection[str] = ()
+        self,
+        run_id: str,
+        messages: list[Message],
+        *,
+        not_started: Collection[str] = (),
+        usage: Usage | None = None,
     ) -> RunResult:
         """Run the loop on `messages` (system prompt and task first).
 
@@ -86,8 +91,11 @@ class AgentLoop:
             messages: The conversation so far; a resumed run's history.
             not_started: Ids of tool calls in the history known never to have started
                 (they were waiting for approval); on resume they go through as new calls.
+            usage: What the run consumed before (when resumed), counted against its limits.
         """
-        state = _State(run_id=run_id, messages=messages, started=time.monotonic())
+        state = _State(
+            run_id=run_id, messages=messages, started=time.monotonic(), usage=usage or Usage()
+        )
         context = ToolContext(run_id=run_id, workspace=self._spec.workspace, results=self._results)
         self._tools = ToolCallRunner(
             self._toolset,
@@ -96,7 +104,7 @@ class AgentLoop:
             approver=self._approver,
             audit=self._audit,
             context=context,
-            checkpoint=self._sink.checkpoint,
+            checkpoint=self._sink.commit,
         )
         state.step = sum(1 for m in messages if m.role == "assistant")
         self._emit(
@@ -110,8 +118,8 @@ class AgentLoop:
         try:
             await self._settle_interrupted_calls(state, not_started)
             result = await self._steps(state)
-        except (asyncio.CancelledError, RunInterrupted):
-            raise
+        except (asyncio.CancelledError, RunInterrupted, StoreError):
+            raise  # the runtime's business: cancel, pause, or a store that cannot take the step
         except Exception as exc:  # a run ends with an error; it never crashes its host
             error_type = type(exc).__name__
             result = self._result(state, None, "error", error=str(exc) or error_type)

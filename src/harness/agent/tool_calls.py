@@ -85,6 +85,8 @@ class ToolCallRunner:
             bad = self._toolset.check(call, limits=limits) if policy.decision == "ask" else None
             invalid.append(bad)
             verdicts.append(_NOT_RUN if bad else await self._verdict(step, call, policy))
+        if any(v.policy.decision == "ask" for v in verdicts):
+            await self._checkpoint()  # decisions are durable before anything they allowed runs
         outcomes = await asyncio.gather(
             *(
                 _settled(bad) if bad else self._execute(call, verdict, limits)

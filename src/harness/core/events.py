@@ -90,8 +90,12 @@ class RunSink(EventSink, Protocol):
         """Record one message added to the conversation."""
         ...
 
+    async def commit(self) -> None:
+        """Commit everything recorded so far, in the middle of a step; never interrupts."""
+        ...
+
     async def checkpoint(self) -> None:
-        """Commit everything recorded since the last checkpoint.
+        """Commit everything recorded so far, at a step boundary.
 
         It may raise `RunInterrupted` to stop the run at this boundary (pause).
         """

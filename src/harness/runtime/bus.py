@@ -80,6 +80,9 @@ class Subscription:
 
     async def close(self) -> None:
         """Stop receiving, deliver everything queued, and end the task."""
+        if self._closing:
+            await self._task
+            return
         self.detach()
         self._closing = True
         self._ready.set()
@@ -114,6 +117,9 @@ class RunRecorder:
     def message(self, message: Message) -> None:
         """Keep one message of the run."""
         self.messages.append(message)
+
+    async def commit(self) -> None:
+        """Nothing to commit: everything is kept in memory as it happens."""
 
     async def checkpoint(self) -> None:
         """Nothing to commit: everything is kept in memory as it happens."""

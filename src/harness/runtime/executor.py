@@ -64,6 +64,7 @@ class RunExecutor:
         self._max, self._model_limits, self._lease_s = max_concurrent, model_limits, lease_s
         self._handles: dict[str, RunHandle] = {}
         self._results: dict[str, asyncio.Future[RunResult | None]] = {}
+        self._early: dict[str, list[Control]] = {}
         self._models: dict[str, str] = {}
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -145,6 +146,8 @@ class RunExecutor:
         self._models[record.run_id] = record.model or ""
         self._results[record.run_id] = asyncio.get_running_loop().create_future()
         handle.task = asyncio.create_task(self._execute(record, handle, messages))
+        for control in self._early.pop(record.run_id, ()):
+            self._obey(control)
 
     def _runnable(self, record: RunRecord) -> bool:
         if not self._adopt and record.run_id not in self.own:
@@ -188,7 +191,8 @@ class RunExecutor:
 
     def _obey(self, control: Control) -> None:
         handle = self._handles.get(control.run_id)
-        if handle is None:
+        if handle is None:  # claimed but not started yet: apply it when it starts
+            self._early.setdefault(control.run_id, []).append(control)
             return
         payload = control.payload
         if control.kind == "pause":
@@ -213,10 +217,28 @@ class RunExecutor:
         try:
             result = await self._execute_claimed(record, handle, messages)
         except asyncio.CancelledError:
-            pass  # shutdown or lost lease: the store keeps the last committed step
+            if handle.cancelled_by is not None:  # a cancel that landed outside the loop
+                await self._end(
+                    record.run_id,
+                    _cancelled_event(handle),
+                    "CANCELLED",
+                    RunUpdate(termination="cancelled", error=handle.cancel_reason),
+                )
+            # otherwise shutdown or a lost lease: the store keeps the last committed step
         except Exception as exc:
             _log.exception("run %s could not be executed", record.run_id)
-            await self._failed(record.run_id, exc)
+            error = f"{type(exc).__name__}: {exc}"
+            event = NewEvent(
+                type="run_failed",
+                payload={
+                    "error": str(exc),
+                    "error_type": type(exc).__name__,
+                    "termination": "error",
+                },
+            )
+            await self._end(
+                record.run_id, event, "FAILED", RunUpdate(termination="error", error=error)
+            )
         finally:
             self._handles.pop(record.run_id, None)
             self._models.pop(record.run_id, None)
@@ -261,7 +283,7 @@ class RunExecutor:
         history = messages if messages is not None else await self._store.messages(run_id)
         not_started = set[str]() if fresh else await self._unstarted(run_id)
         try:
-            result = await loop.run(run_id, history, not_started=not_started)
+            result = await loop.run(run_id, history, not_started=not_started, usage=sink.usage)
         except RunInterrupted:
             sink.emit("run_paused", {"at": "step boundary"})
             await sink.flush(RunUpdate(state="PAUSED", usage=sink.usage))
@@ -312,28 +334,26 @@ class RunExecutor:
                 asked.discard(call_id)
         return asked
 
-    async def _failed(self, run_id: str, exc: Exception) -> None:
-        """End a run that could not be set up (unknown MCP server, store trouble …)."""
-        error = f"{type(exc).__name__}: {exc}"
-        event = NewEvent(
-            type="run_failed",
-            payload={"error": str(exc), "error_type": type(exc).__name__, "termination": "error"},
+    async def _end(self, run_id: str, event: NewEvent, state: str, update: RunUpdate) -> None:
+        """End a run outside the loop — only while it is still ours (a fenced write)."""
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        step = StepWrite(
+            run_id=run_id,
+            events=[event],
+            owner=self._owner,
+            update=dataclasses.replace(update, state=state),
+            expect_states=["PENDING", "RUNNING", "WAITING_TOOL"],
         )
-        with contextlib.suppress(Exception):
-            written = await self._store.transition(
-                run_id,
-                ["PENDING", "RUNNING", "WAITING_TOOL"],
-                "FAILED",
-                events=[event],
-                update=RunUpdate(termination="error", error=error),
-            )
-            self._publish(written or [])
+        with contextlib.suppress(Exception):  # not ours any more, or the store is down
+            self._publish(await self._store.append(step))
 
     async def _cancelled(self, sink: StoreSink, handle: RunHandle) -> None:
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
-        sink.emit("run_cancelled", {"by": handle.cancelled_by, "reason": handle.cancel_reason})
+        sink.emit("run_cancelled", dict(_cancelled_event(handle).payload))
         await sink.flush(
             RunUpdate(
                 state="CANCELLED",
@@ -346,3 +366,9 @@ class RunExecutor:
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:
             self._bus.publish(event)
+
+
+def _cancelled_event(handle: RunHandle) -> NewEvent:
+    return NewEvent(
+        type="run_cancelled", payload={"by": handle.cancelled_by, "reason": handle.cancel_reason}
+    )

@@ -224,7 +224,7 @@ class Harness:
         if stream:
             self.register(agent)
             if self._executor is not None:
-                self._executor.streaming.add(agent.name)
+                self._executor.streaming.add(agent.name)  # kept while this call runs
         watcher = _Watcher(on_event) if on_event else None
         subscription = self.bus.attach(watcher) if watcher else None
         try:
@@ -236,6 +236,8 @@ class Harness:
         finally:
             if subscription:
                 await subscription.close()
+            if stream and self._executor is not None:
+                self._executor.streaming.discard(agent.name)
 
     async def wait(
         self,
@@ -250,15 +252,18 @@ class Harness:
         async with asyncio.timeout(timeout):
             local = self._executor.result_of(run_id) if self._executor else None
             if local is not None and (result := await local) is not None:
+                self._finished.pop(run_id, None)
                 return result
             while True:
                 record = await self._record(run_id)
                 if RunState(record.state) in TERMINAL:
+                    self._finished.pop(run_id, None)
                     return await self._result(record)
                 finished = self._finished.setdefault(run_id, asyncio.Event())
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(0.5):  # runs executed elsewhere are polled
                         await finished.wait()
+                finished.clear()
 
     async def get(self, run_id: str) -> RunRecord:
         """The run as the store knows it."""
@@ -344,6 +349,7 @@ class Harness:
             raise RunError(f"cannot resume run {run_id}: it changed state meanwhile")
         self._publish(moved)
         if self._executor is not None:
+            self._executor.own.add(run_id)
             self._executor.wake()
         return run_id
 
@@ -418,7 +424,7 @@ class Harness:
             self.bus.publish(event)
 
     def _note_finished(self, event: RunEvent) -> None:
-        if event.type in ("run_finished", "run_failed", "run_cancelled", "run_paused"):
+        if event.type in ("run_finished", "run_failed", "run_cancelled"):
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()

@@ -97,6 +97,10 @@ class StoreSink:
         """Keep one message for the next commit."""
         self._messages.append(message)
 
+    async def commit(self) -> None:
+        """Commit what was recorded so far, in the middle of a step."""
+        await self.flush()
+
     async def checkpoint(self) -> None:
         """Commit what the step did; stop here if a pause was asked for."""
         await self.flush()
@@ -109,10 +113,8 @@ class StoreSink:
             return
         if update is None and (self._state or self._usage_changed):
             update = RunUpdate(state=self._state, usage=self.usage)
-        events, messages, audit = self._events, self._messages, self._audit
-        self._events, self._messages, self._audit, self._state = [], [], [], None
-        self._usage_changed = False
-        await self._store.append(
+        events, messages, audit = list(self._events), list(self._messages), list(self._audit)
+        written = await self._store.append(
             StepWrite(
                 run_id=self.run_id,
                 events=events,
@@ -122,3 +124,9 @@ class StoreSink:
                 owner=self._owner,
             )
         )
+        # Cleared only once committed: a failed write keeps the step for the next try.
+        del self._events[: len(events)], self._messages[: len(messages)], self._audit[: len(audit)]
+        self._state = None
+        self._usage_changed = False
+        if written and not self._events:
+            self._seq = written[-1].seq

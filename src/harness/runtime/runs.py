@@ -11,7 +11,12 @@ from typing import Any
 
 from harness.agent.spec import AgentSpec
 from harness.core.usage import Limits
-from harness.tools.approvals import ApprovalDecision, ApprovalRequest
+from harness.tools.approvals import (
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRequest,
+    ApprovalRule,
+)
 
 __all__ = ["RunHandle", "agent_from_metadata", "agent_metadata"]
 
@@ -72,6 +77,13 @@ def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:
         "workspace": str(agent.workspace) if agent.workspace else None,
         "network": agent.network,
         "allow_unsandboxed": agent.allow_unsandboxed,
+        "approvals": {
+            "tools": dict(agent.approvals.tools),
+            "rules": [
+                {"tool": r.tool, "decision": r.decision, "when": dict(r.when), "reason": r.reason}
+                for r in agent.approvals.rules
+            ],
+        },
     }
 
 
@@ -89,4 +101,10 @@ def agent_from_metadata(data: Mapping[str, Any]) -> AgentSpec:
         workspace=Path(workspace) if workspace else None,
         network=bool(data.get("network")),
         allow_unsandboxed=bool(data.get("allow_unsandboxed")),
+        approvals=_policy(data.get("approvals") or {}),
     )
+
+
+def _policy(data: Mapping[str, Any]) -> ApprovalPolicy:
+    rules = tuple(ApprovalRule(**rule) for rule in data.get("rules") or ())
+    return ApprovalPolicy(rules=rules, tools=dict(data.get("tools") or {}))

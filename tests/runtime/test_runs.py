@@ -1,0 +1,53 @@
+import json
+from pathlib import Path
+
+from harness import Agent, Limits
+from harness.runtime.runs import agent_from_metadata, agent_metadata
+from harness.tools import ApprovalPolicy, ApprovalRule, tool
+
+
+def test_an_agent_of_builtin_tools_travels_through_the_store_whole() -> None:
+    agent = Agent(
+        name="ops",
+        model="local",
+        base_url="http://127.0.0.1:8081/v1",
+        tools=["bash", "search"],
+        limits=Limits(max_steps=7),
+        workspace=Path("/srv/ws"),
+        network=True,
+        mcp=["git"],
+        approvals=ApprovalPolicy(
+            rules=(
+                ApprovalRule(
+                    tool="bash", when={"command": "git push"}, decision="deny", reason="never"
+                ),
+            ),
+            tools={"search": "ask"},
+        ),
+    )
+    data = agent_metadata(agent)
+    assert data is not None
+    rebuilt = agent_from_metadata(json.loads(json.dumps(data)))
+    for field in (
+        "name",
+        "model",
+        "base_url",
+        "instructions",
+        "limits",
+        "workspace",
+        "network",
+        "allow_unsandboxed",
+        "approvals",
+    ):
+        assert getattr(rebuilt, field) == getattr(agent, field), field
+    assert tuple(rebuilt.tools) == ("bash", "search")
+    assert tuple(rebuilt.mcp) == ("git",)
+
+
+def test_an_agent_with_python_tools_cannot_travel() -> None:
+    @tool
+    def local_only() -> str:
+        """Only in this process."""
+        return "x"
+
+    assert agent_metadata(Agent(tools=[local_only])) is None

@@ -1,7 +1,6 @@
 """Cancel in the middle of a tool, approvals across a restart, priorities and model limits."""
 
 import asyncio
-import json
 from pathlib import Path
 
 from harness import Agent, Harness, Message, ModelRequest, tool
@@ -124,12 +123,10 @@ async def test_a_model_limit_keeps_runs_of_that_model_apart(tmp_path: Path) -> N
 
     agent = Agent(name="limited", model=FunctionModel(answer, name="m1"))
     async with Harness(Settings(home=tmp_path), max_concurrent=10, model_limits={"m1": 1}) as h:
-        agent_with_name = Agent(name="limited", model=agent.model)
-        ids = [await h.submit(agent_with_name, f"t{i}") for i in range(4)]
+        ids = [await h.submit(agent, f"t{i}") for i in range(4)]
         results = [await h.wait(run_id, timeout=20) for run_id in ids]
     assert all(r.output == "ok" for r in results)
     assert peak == 1
-    assert json.dumps(peak)
 
 
 async def test_a_pause_during_a_model_call_lets_the_step_finish_first(tmp_path: Path) -> None:

@@ -30,7 +30,6 @@ def test_public_names_are_pinned() -> None:
         "AuditLog",
         "AuditRecord",
         "InvalidArguments",
-        "JsonlAuditLog",
         "MemoryAuditLog",
         "MemoryResultStore",
         "ResultStore",

@@ -120,16 +120,14 @@ class RunExecutor:
         for record in await self._store.claim(
             self._owner, lease_s=self._lease_s, run_ids=wanted, limit=free
         ):
-            if record.run_id not in self._handles and self._has_model_room(record):
+            if record.run_id not in self._handles and self._model_has_room(record.model):
                 self._start_task(record)
             elif record.run_id not in self._handles:
                 await self._store.release(self._owner, [record.run_id])
 
     def has_room(self, model: str | None) -> bool:
         """Whether a run of `model` could start now."""
-        limit = self._model_limits.get(model or "")
-        busy = sum(1 for m in self._models.values() if m == model)
-        return len(self._handles) < self._max and (limit is None or busy < limit)
+        return len(self._handles) < self._max and self._model_has_room(model)
 
     def launch(self, record: RunRecord, messages: list[Message]) -> None:
         """Start a run that was created already leased to this process."""
@@ -153,14 +151,11 @@ class RunExecutor:
         if not self._adopt and record.run_id not in self.own:
             return False
         known = record.agent in self._agents or bool(record.metadata.get("agent"))
-        return known and record.run_id not in self._handles and self._has_model_room(record)
+        return known and record.run_id not in self._handles and self._model_has_room(record.model)
 
-    def _has_model_room(self, record: RunRecord) -> bool:
-        limit = self._model_limits.get(record.model or "")
-        if limit is None:
-            return True
-        busy = sum(1 for model in self._models.values() if model == record.model)
-        return busy < limit
+    def _model_has_room(self, model: str | None) -> bool:
+        limit = self._model_limits.get(model or "")
+        return limit is None or sum(1 for m in self._models.values() if m == model) < limit
 
     async def _renew(self) -> None:
         while True:

@@ -170,7 +170,8 @@ class Harness:
         self.register(agent)
         run_id = new_id("run")
         messages = history or [Message.system(agent.instructions), Message.user(task)]
-        metadata = {"agent": agent_metadata(agent)} if agent_metadata(agent) else {}
+        portable = agent_metadata(agent)
+        metadata = {"agent": portable} if portable else {}
         model = agent.model if isinstance(agent.model, str) else agent.model.name
         self._finished[run_id] = asyncio.Event()
         local = self._executor is not None and self._executor.has_room(model)

@@ -15,7 +15,7 @@ from harness.tools.approvals import (
     ApprovalRequest,
     ApprovalRule,
 )
-from harness.tools.audit import AuditLog, AuditRecord, JsonlAuditLog, MemoryAuditLog
+from harness.tools.audit import AuditLog, AuditRecord, MemoryAuditLog
 from harness.tools.context import MemoryResultStore, ResultStore, ToolContext, ToolResult
 from harness.tools.decorator import tool
 from harness.tools.results import NO_OUTPUT, render_result, truncate
@@ -39,7 +39,6 @@ __all__ = [
     "AuditLog",
     "AuditRecord",
     "InvalidArguments",
-    "JsonlAuditLog",
     "MemoryAuditLog",
     "MemoryResultStore",
     "ResultStore",

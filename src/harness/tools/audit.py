@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any, Final, Protocol
 
-__all__ = ["AuditLog", "AuditRecord", "JsonlAuditLog", "MemoryAuditLog", "digest"]
+__all__ = ["AuditLog", "AuditRecord", "MemoryAuditLog", "digest"]
 
 _ARGUMENT_CHARS = 10_000
 
@@ -97,52 +93,3 @@ class MemoryAuditLog:
     def for_run(self, run_id: str) -> list[AuditRecord]:
         """Every record of one run."""
         return [r for r in self.records if r.run_id == run_id]
-
-
-class JsonlAuditLog:
-    """An append-only JSON-lines file, safe to share between processes.
-
-    Args:
-        path: The file, e.g. `HARNESS_HOME/audit.jsonl`; created on the first record.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def record(self, entry: AuditRecord) -> None:
-        """Append one record under an exclusive lock, so lines never interleave."""
-        line = (entry.to_json() + "\n").encode("utf-8", "surrogatepass")
-        fd = self._open()
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            os.write(fd, line)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        """Close the file; the next record opens it again."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def __del__(self) -> None:
-        self.close()
-
-    def _open(self) -> int:
-        if self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        return self._fd
-
-    def for_run(self, run_id: str) -> list[AuditRecord]:
-        """Every record of one run, oldest first."""
-        return [r for r in self._read() if r.run_id == run_id]
-
-    def _read(self) -> Iterator[AuditRecord]:
-        if not self.path.exists():
-            return
-        with self.path.open(encoding="utf-8") as file:
-            for line in file:
-                if line.strip():
-                    yield AuditRecord.from_json(line)

@@ -36,11 +36,6 @@ class MemoryResultStore:
         """The full result of one call, or `None` if none was kept."""
         return self._results.get((run_id, call_id))
 
-    def forget(self, run_id: str) -> None:
-        """Drop every result of a run."""
-        for key in [key for key in self._results if key[0] == run_id]:
-            del self._results[key]
-
 
 @dataclass(frozen=True, kw_only=True)
 class ToolContext:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -11,12 +11,15 @@ from harness.core.usage import Usage
 
 __all__ = [
     "FinishReason",
+    "GatewayNotice",
     "Model",
+    "ModelObserver",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
     "ReasoningDelta",
     "ResponseDone",
+    "ResponseFormat",
     "StreamEvent",
     "TextDelta",
     "ToolCallDelta",
@@ -24,6 +27,22 @@ __all__ = [
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "other"]
 """Why the model stopped, normalised across providers."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResponseFormat:
+    """A JSON Schema the final answer must match: native structured output.
+
+    Providers that support it constrain the answer to the schema; others ignore it (the
+    agent still checks the answer and asks for repairs).
+    """
+
+    name: str
+    """A short name for the schema: letters, digits, `_` and `-`, at most 64 characters."""
+    schema: Mapping[str, Any]
+    """The JSON Schema of the answer."""
+    strict: bool = False
+    """Ask for strict adherence; only for schemas that meet the provider's strict rules."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -44,6 +63,16 @@ class ModelSettings:
     """Whether the model may call several tools in one turn."""
     extra_body: dict[str, Any] | None = None
     """Provider-specific fields added to the request body as they are."""
+    response_format: ResponseFormat | None = None
+    """Ask for an answer constrained to a JSON Schema, where the provider supports it."""
+
+
+GatewayNotice = Literal["model_retry", "model_fallback"]
+"""What a model wrapper tells the loop about: a retry, or a move to the next model."""
+
+ModelObserver = Callable[[GatewayNotice, Mapping[str, Any]], None]
+"""Receives the gateway's notices with a JSON-compatible payload (request id, status, delay);
+the loop turns them into run events of the same name."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,6 +87,8 @@ class ModelRequest:
     """Sampling and size settings."""
     request_id: str | None = None
     """Sent as `X-Request-ID`; retries of the same request keep it."""
+    observer: ModelObserver | None = field(default=None, compare=False)
+    """Told about retries and fallbacks by wrappers such as `RetryingModel`; `None` ignores them."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -7,7 +7,8 @@ signals that tools raise on purpose to steer the loop.
 ```text
 HarnessError
 ├── ConfigError                      a developer mistake: bad configuration or API use
-│   └── ToolDefinitionError          a function that cannot become a tool
+│   ├── ToolDefinitionError          a function that cannot become a tool
+│   └── ProfileError                 a model profile with a value it cannot use
 ├── ModelError                       the model gateway failed
 │   ├── ModelAPIError                the provider answered with an error (status, retryable)
 │   │   ├── ModelAuthenticationError     401, 403
@@ -55,6 +56,7 @@ __all__ = [
     "ModelServerError",
     "ModelStreamError",
     "ModelTimeoutError",
+    "ProfileError",
     "RunError",
     "RunInterrupted",
     "RunQueueFull",
@@ -76,6 +78,22 @@ class ConfigError(HarnessError):
 
 class ToolDefinitionError(ConfigError):
     """A function or schema that cannot be turned into a tool."""
+
+
+class ProfileError(ConfigError):
+    """A model profile has a value it cannot use.
+
+    Attributes:
+        profile: The profile's name.
+        key: The key within the profile, e.g. `temperature` or `prices.input`.
+        problem: What is wrong and what to do about it.
+    """
+
+    def __init__(self, profile: str, key: str, problem: str) -> None:
+        super().__init__(f"model profile {profile!r}: key {key!r}: {problem}")
+        self.profile = profile
+        self.key = key
+        self.problem = problem
 
 
 class ModelError(HarnessError):

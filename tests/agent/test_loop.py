@@ -118,16 +118,22 @@ async def test_every_tool_failure_goes_back_to_the_model_and_the_run_goes_on(
     assert seen_by_model.content
 
 
-async def test_max_steps_ends_the_run_and_says_so() -> None:
-    model = FunctionModel(lambda r: reply("still working", call("add", {"a": 1, "b": 1})))
+async def test_max_steps_ends_the_run_with_a_report_and_says_so() -> None:
+    def model_turn(request: ModelRequest) -> Message:
+        if not request.tools:
+            return reply("report: I added 1 and 1 three times")
+        return reply("still working", call("add", {"a": 1, "b": 1}))
+
+    model = FunctionModel(model_turn)
     events, result = await run(model, limits=Limits(max_steps=3))
     assert result.termination == "max_steps"
     assert not result.complete
-    assert "max_steps" in result.output
-    assert "3 steps" in result.output
-    assert len(model.requests) == 3
+    assert result.output == "report: I added 1 and 1 three times"
+    assert len(model.requests) == 4  # three steps, then the wrap-up turn without tools
+    assert "max_steps" in model.requests[-1].messages[-1].content  # type: ignore[operator]
     assert events[-1].type == "run_finished"
     assert events[-1].payload["termination"] == "max_steps"
+    assert events[-1].payload["detail"] == "it used all 3 of its steps"
 
 
 async def test_an_empty_reply_is_not_a_final_answer() -> None:

@@ -4,8 +4,17 @@ import pytest
 
 from harness.errors import ConfigError
 from harness.gateway import resolve_model
+from harness.gateway.model import Model
+from harness.gateway.profiles import LOCAL_PROFILE
 from harness.gateway.providers.openai import OpenAIModel
 from harness.runtime.settings import harness_home, load_settings
+
+
+def provider_of(model: Model) -> Model:
+    """The provider model at the bottom of a stack of wrappers."""
+    while (inner := getattr(model, "inner", None)) is not None:
+        model = inner
+    return model
 
 
 def test_defaults_without_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -13,7 +22,7 @@ def test_defaults_without_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     settings = load_settings(tmp_path)
     assert settings.home == tmp_path
     assert settings.default_model == "local"
-    assert dict(settings.profiles) == {}
+    assert dict(settings.profiles) == {"local": LOCAL_PROFILE}
 
 
 def test_home_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,7 +50,7 @@ def test_profiles_are_read_and_resolved(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("HARNESS_MODEL", "local")
     assert load_settings(tmp_path).default_model == "local"
     model = resolve_model("qwen", settings.profiles)
-    assert isinstance(model, OpenAIModel)
+    assert isinstance(provider_of(model), OpenAIModel)
     assert "qwen" in model.name
 
 
@@ -69,7 +78,9 @@ def test_unknown_model_names_what_is_possible() -> None:
 
 def test_openai_prefix_and_base_url_override() -> None:
     model = resolve_model("openai:qwen3", {}, base_url="http://127.0.0.1:1234/v1")
-    assert isinstance(model, OpenAIModel)
+    provider = provider_of(model)
+    assert isinstance(provider, OpenAIModel)
+    assert provider.base_url == "http://127.0.0.1:1234/v1"
     assert model.name == "openai:qwen3"
 
 

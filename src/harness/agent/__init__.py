@@ -2,5 +2,23 @@
 
 from harness.agent.loop import AgentLoop
 from harness.agent.spec import DEFAULT_INSTRUCTIONS, AgentSpec
+from harness.agent.strategies import (
+    PlanAndExecute,
+    ReAct,
+    RunControl,
+    Strategy,
+    register_strategy,
+    strategy_names,
+)
 
-__all__ = ["DEFAULT_INSTRUCTIONS", "AgentLoop", "AgentSpec"]
+__all__ = [
+    "DEFAULT_INSTRUCTIONS",
+    "AgentLoop",
+    "AgentSpec",
+    "PlanAndExecute",
+    "ReAct",
+    "RunControl",
+    "Strategy",
+    "register_strategy",
+    "strategy_names",
+]

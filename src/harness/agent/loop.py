@@ -1,52 +1,46 @@
-"""The ReAct loop: the model decides, the harness acts, the result goes back.
+"""The agent loop: a strategy decides what the model is asked; the loop runs it to an end.
 
-The loop knows nothing of storage: it reports every step to the `EventSink` it is handed,
-and the runtime numbers, persists and streams those events.
+The loop knows nothing of storage: it reports every step to the `RunSink` it is handed,
+and the runtime numbers, persists and streams those events. The strategy (`react` by
+default, see `harness.agent.strategies`) takes steps through an `ActiveRun`, which checks
+the stop conditions of `harness.agent.stops`. A run that stops at a limit ends with one
+model turn without tools that asks for a report of what was found so far.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Collection
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from harness.agent._turns import EMPTY_REPLY_NUDGE, UNKNOWN_OUTCOME, ActiveRun
 from harness.agent.spec import AgentSpec
+from harness.agent.stops import Stop, stopped_report, wrap_up_prompt
+from harness.agent.strategies import Answer, Outcome, make_strategy
 from harness.agent.tool_calls import ToolCallRunner
+from harness.core.clock import Clock, SystemClock
 from harness.core.codec import usage_to_dict
-from harness.core.events import EventType, RunSink, summarize
-from harness.core.ids import new_id
-from harness.core.messages import Message, ToolCall
+from harness.core.events import EventType, RunSink
+from harness.core.messages import Message
 from harness.core.results import RunResult, TerminationReason
 from harness.core.usage import Usage
 from harness.errors import RunInterrupted, StoreError
-from harness.gateway.model import Model, ModelRequest, ModelResponse, ResponseDone, TextDelta
+from harness.gateway.model import Model
 from harness.tools import MemoryResultStore, ResultStore, ToolContext, Toolset
 from harness.tools.approvals import ApprovalHandler
 from harness.tools.audit import AuditLog
 
 __all__ = ["EMPTY_REPLY_NUDGE", "UNKNOWN_OUTCOME", "AgentLoop"]
 
-EMPTY_REPLY_NUDGE = (
-    "Your last reply was empty. Either call a tool, or reply with your final answer as text."
-)
-
-
-@dataclass(kw_only=True)
-class _State:
-    run_id: str
-    messages: list[Message]
-    started: float
-    usage: Usage = field(default_factory=Usage)
-    step: int = 0
+_CONTROL = (asyncio.CancelledError, RunInterrupted, StoreError)
+"""The runtime's business (cancel, pause, a store that cannot take the step): they pass."""
 
 
 class AgentLoop:
-    """Runs one agent on one conversation until a final answer or a limit.
+    """Runs one agent on one conversation until a final answer or a stop condition.
 
     Args:
-        spec: The agent.
+        spec: The agent; its `strategy` decides how the run proceeds.
         model: The resolved model.
         toolset: The agent's tools.
         sink: Receives every event of the run.
@@ -54,6 +48,7 @@ class AgentLoop:
         approver: Decides calls that need approval; without one they are denied.
         audit: Receives one record per tool call.
         results: Keeps the full text of results the model sees only in part.
+        clock: Measures the run's time against `Limits.max_seconds`.
     """
 
     def __init__(
@@ -67,12 +62,13 @@ class AgentLoop:
         approver: ApprovalHandler | None = None,
         audit: AuditLog | None = None,
         results: ResultStore | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._spec, self._model, self._toolset = spec, model, toolset
         self._sink, self._stream = sink, stream
         self._approver, self._audit = approver, audit
         self._results = results or MemoryResultStore()
-        self._tools: ToolCallRunner
+        self._clock = clock or SystemClock()
 
     async def run(
         self,
@@ -93,11 +89,33 @@ class AgentLoop:
                 (they were waiting for approval); on resume they go through as new calls.
             usage: What the run consumed before (when resumed), counted against its limits.
         """
-        state = _State(
-            run_id=run_id, messages=messages, started=time.monotonic(), usage=usage or Usage()
+        run = self._active_run(run_id, messages, usage or Usage())
+        self._emit(
+            "run_started",
+            agent=self._spec.name,
+            model=self._model.name,
+            strategy=self._spec.strategy,
+            tools=[d.name for d in self._toolset.definitions()],
+            max_steps=self._spec.limits.max_steps,
         )
+        error_type, stop = None, None
+        try:
+            strategy = make_strategy(self._spec.strategy, self._spec.strategy_options)
+            await run.settle(not_started)
+            outcome = await strategy.run(run)
+            stop = outcome if isinstance(outcome, Stop) else None
+            result = await self._conclude(run, outcome)
+        except _CONTROL:
+            raise
+        except Exception as exc:  # a run ends with an error; it never crashes its host
+            error_type = type(exc).__name__
+            result = self._result(run, None, "error", error=str(exc) or error_type)
+        self._report(result, error_type, stop)
+        return result
+
+    def _active_run(self, run_id: str, messages: list[Message], usage: Usage) -> ActiveRun:
         context = ToolContext(run_id=run_id, workspace=self._spec.workspace, results=self._results)
-        self._tools = ToolCallRunner(
+        runner = ToolCallRunner(
             self._toolset,
             self._sink,
             policy=self._spec.approvals,
@@ -106,23 +124,57 @@ class AgentLoop:
             context=context,
             checkpoint=self._sink.commit,
         )
-        state.step = sum(1 for m in messages if m.role == "assistant")
-        self._emit(
-            "run_started",
-            agent=self._spec.name,
-            model=self._model.name,
-            tools=[d.name for d in self._toolset.definitions()],
-            max_steps=self._spec.limits.max_steps,
+        return ActiveRun(
+            run_id=run_id,
+            spec=self._spec,
+            model=self._model,
+            toolset=self._toolset,
+            sink=self._sink,
+            runner=runner,
+            stream=self._stream,
+            clock=self._clock,
+            messages=messages,
+            usage=usage,
+            finish=self._finish,
         )
-        error_type = None
+
+    async def _finish(self, run: ActiveRun, text: str) -> Answer | None:
+        """Accept or refuse a final answer the strategy offers.
+
+        This is where an answer is checked before the run ends (structured output, a
+        completion check): a refusal adds a message that says why and returns `None`,
+        and the strategy goes on. Today every answer is accepted.
+        """
+        run.emit("agent_message", step=run.steps, content=text, final=True)
+        return Answer(text=text)
+
+    async def _conclude(self, run: ActiveRun, outcome: Outcome) -> RunResult:
+        if isinstance(outcome, Answer):
+            return self._result(run, outcome.text, "final_answer")
+        return self._result(run, await self._wrap_up(run, outcome), outcome.reason)
+
+    async def _wrap_up(self, run: ActiveRun, stop: Stop) -> str:
+        """One model turn without tools that asks for a report; its text is the output.
+
+        It happens once per stopped run, whatever the stop, and never fails the run: when
+        the model gives nothing or the call fails, the output says why the run stopped.
+        """
+        steps, last_text = run.steps, _last_text(run.messages)
+        run.say(wrap_up_prompt(stop))
         try:
-            await self._settle_interrupted_calls(state, not_started)
-            result = await self._steps(state)
-        except (asyncio.CancelledError, RunInterrupted, StoreError):
-            raise  # the runtime's business: cancel, pause, or a store that cannot take the step
-        except Exception as exc:  # a run ends with an error; it never crashes its host
-            error_type = type(exc).__name__
-            result = self._result(state, None, "error", error=str(exc) or error_type)
+            message = await run.respond(tools=False, wrap_up=True, reason=stop.reason)
+        except _CONTROL:
+            raise
+        except Exception as exc:
+            failure = f"{type(exc).__name__}: {exc}".rstrip(": ")
+            report = stopped_report(stop, steps=steps, last_text=last_text)
+            return f"{report} (The closing report could not be written: {failure}.)"
+        if message.content and message.content.strip():
+            run.emit("agent_message", step=run.steps, content=message.content, final=True)
+            return message.content
+        return stopped_report(stop, steps=steps, last_text=last_text)
+
+    def _report(self, result: RunResult, error_type: str | None, stop: Stop | None) -> None:
         if result.termination == "error":
             self._emit(
                 "run_failed",
@@ -131,149 +183,31 @@ class AgentLoop:
                 termination="error",
                 usage=usage_to_dict(result.usage),
             )
-        else:
-            self._emit(
-                "run_finished",
-                output=result.output,
-                termination=result.termination,
-                complete=result.complete,
-                usage=usage_to_dict(result.usage),
-            )
-        return result
-
-    async def _steps(self, state: _State) -> RunResult:
-        while (stop := self._limit_reached(state)) is None:
-            state.step += 1
-            self._emit("step_started", step=state.step)
-            message = (await self._call_model(state)).message
-            self._append(state, message)
-            if message.tool_calls:
-                await self._run_tools(state, message.tool_calls)
-            elif message.content and message.content.strip():
-                self._emit("agent_message", step=state.step, content=message.content, final=True)
-                return self._result(state, message.content, "final_answer")
-            else:
-                self._append(state, Message.user(EMPTY_REPLY_NUDGE))
-            await self._sink.checkpoint()
-        return self._result(state, self._stopped_report(state, stop), stop)
-
-    async def _settle_interrupted_calls(self, state: _State, not_started: Collection[str]) -> None:
-        """Answer the tool calls of a resumed run that never got their results.
-
-        A call of a tool without side effects, or an idempotent one, runs again; any other
-        call gets a message that its outcome is unknown, so that it never runs twice.
-        """
-        last = state.messages[-1] if state.messages else None
-        if last is None or last.role != "assistant" or not last.tool_calls:
             return
-        answered = {m.tool_call_id for m in state.messages if m.role == "tool"}
-        pending = tuple(c for c in last.tool_calls if c.id not in answered)
-        rerun = tuple(c for c in pending if c.id in not_started or self._safe_to_repeat(c))
-        outcomes = {
-            o.call.id: o for o in await self._tools.run(state.step, rerun, self._spec.limits)
-        }
-        for call in pending:
-            outcome = outcomes.get(call.id)
-            self._append(state, outcome.message if outcome else _unknown_outcome(call))
-        await self._sink.checkpoint()
-
-    def _safe_to_repeat(self, call: ToolCall) -> bool:
-        spec = self._toolset.get(call.name)
-        return spec is None or spec.side_effects in ("none", "idempotent")
-
-    def _append(self, state: _State, message: Message) -> None:
-        state.messages.append(message)
-        self._sink.message(message)
-
-    def _limit_reached(self, state: _State) -> TerminationReason | None:
-        limits, usage = self._spec.limits, state.usage
-        if state.step >= limits.max_steps:
-            return "max_steps"
-        elapsed = time.monotonic() - state.started
-        if limits.max_seconds is not None and elapsed >= limits.max_seconds:
-            return "timeout"
-        if limits.max_tokens is not None and usage.total_tokens >= limits.max_tokens:
-            return "budget_tokens"
-        if limits.max_cost_usd is not None and usage.cost_usd >= limits.max_cost_usd:
-            return "budget_cost"
-        return None
-
-    async def _call_model(self, state: _State) -> ModelResponse:
-        request = ModelRequest(
-            messages=tuple(state.messages),
-            tools=self._toolset.definitions(),
-            settings=self._spec.settings,
-            request_id=new_id("req"),
-        )
         self._emit(
-            "model_called",
-            step=state.step,
-            model=self._model.name,
-            messages=len(request.messages),
-            stream=self._stream,
-            request_id=request.request_id,
+            "run_finished",
+            output=result.output,
+            termination=result.termination,
+            complete=result.complete,
+            usage=usage_to_dict(result.usage),
+            **({"detail": stop.detail} if stop else {}),
         )
-        started = time.monotonic()
-        response = await (
-            self._streamed(state, request) if self._stream else self._model.request(request)
-        )
-        state.usage += response.usage
-        message = response.message
-        self._emit(
-            "model_responded",
-            step=state.step,
-            finish_reason=response.finish_reason,
-            content=summarize(message.content),
-            usage=usage_to_dict(response.usage),
-            tool_calls=[{"id": c.id, "name": c.name} for c in message.tool_calls],
-            duration_s=round(time.monotonic() - started, 6),
-        )
-        return response
-
-    async def _streamed(self, state: _State, request: ModelRequest) -> ModelResponse:
-        async for event in self._model.stream(request):
-            if isinstance(event, TextDelta):
-                self._emit("model_delta", step=state.step, text=event.text)
-            elif isinstance(event, ResponseDone):
-                return event.response
-        raise RuntimeError(f"model {self._model.name} ended its stream without a response")
-
-    async def _run_tools(self, state: _State, calls: tuple[ToolCall, ...]) -> None:
-        if state.messages[-1].content:
-            self._emit(
-                "agent_message", step=state.step, content=state.messages[-1].content, final=False
-            )
-        outcomes = await self._tools.run(state.step, calls, self._spec.limits)
-        for outcome in outcomes:
-            self._append(state, outcome.message)
-        state.usage += Usage(tool_calls=len(calls))
-
-    def _stopped_report(self, state: _State, reason: TerminationReason) -> str:
-        last = next(
-            (m.content for m in reversed(state.messages) if m.role == "assistant" and m.content),
-            None,
-        )
-        text = (
-            f"The run stopped ({reason}) after {state.step} steps "
-            "before the model gave a final answer."
-        )
-        return f"{text} Last assistant text: {last}" if last else text
 
     def _result(
         self,
-        state: _State,
+        run: ActiveRun,
         output: str | None,
         reason: TerminationReason,
         *,
         error: str | None = None,
     ) -> RunResult:
         return RunResult(
-            run_id=state.run_id,
+            run_id=run.run_id,
             output=output,
             termination=reason,
             complete=reason == "final_answer",
-            usage=state.usage,
-            messages=tuple(state.messages),
+            usage=run.usage,
+            messages=tuple(run.messages),
             error=error,
         )
 
@@ -281,12 +215,7 @@ class AgentLoop:
         self._sink.emit(kind, payload)
 
 
-UNKNOWN_OUTCOME = (
-    "This call was started, but the process running it stopped before its result was "
-    "recorded, so whether it had any effect is unknown. Check its effect (for example, "
-    "look at the files or state it would have changed) before calling it again."
-)
-
-
-def _unknown_outcome(call: ToolCall) -> Message:
-    return Message.tool(call.id, UNKNOWN_OUTCOME, name=call.name)
+def _last_text(messages: Sequence[Message]) -> str | None:
+    return next(
+        (m.content for m in reversed(messages) if m.role == "assistant" and m.content), None
+    )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from harness.agent.strategies.base import make_strategy
 from harness.core.usage import Limits
 from harness.gateway.model import Model, ModelSettings
 from harness.tools import ToolSpec
@@ -55,3 +57,12 @@ class AgentSpec:
     `harness.toml`, or configurations."""
     approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """Which tool calls run on their own, wait for a person, or never run."""
+    strategy: str = "react"
+    """How a run proceeds: `"react"` (step by step), `"plan_execute"` (a plan first, then
+    its steps, revised when one fails), or a name given to `register_strategy`."""
+    strategy_options: Mapping[str, Any] = field(default_factory=lambda: {})
+    """Keyword arguments for the strategy, JSON-compatible so that the agent can travel
+    between processes; e.g. `{"max_revisions": 2}` for `plan_execute`."""
+
+    def __post_init__(self) -> None:
+        make_strategy(self.strategy, self.strategy_options)  # a bad name fails here, clearly

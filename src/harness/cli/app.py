@@ -56,6 +56,10 @@ def run(
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="Stop after this many steps.")
     ] = None,
+    strategy: Annotated[
+        str | None,
+        typer.Option(help="react or plan_execute (default: defaults.strategy in harness.toml)."),
+    ] = None,
     workspace: Annotated[
         Path | None,
         typer.Option(help="The directory the tools work in (default: the current one)."),
@@ -100,6 +104,7 @@ def run(
             allow_unsandboxed=unsandboxed,
             mcp=tuple(mcp or ()),
             approvals=settings.approvals,
+            strategy=strategy or settings.default_strategy,
         )
     except ConfigError as exc:
         fail(str(exc))
@@ -194,6 +199,6 @@ def fail(message: str) -> NoReturn:
 
 def main() -> None:
     """Entry point of the `harness` console script."""
-    from harness.cli import runs  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    from harness.cli import models, runs  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
     app()

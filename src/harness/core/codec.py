@@ -6,11 +6,13 @@ in `_READABLE`, so logs written by older releases keep replaying.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Final, cast
 
 from harness.core.events import EVENT_TYPES, EventType, RunEvent
 from harness.core.messages import Message, Role, ToolCall
+from harness.core.results import RunResult, TerminationReason
 from harness.core.usage import Usage
 
 __all__ = [
@@ -21,6 +23,8 @@ __all__ = [
     "loads",
     "message_from_dict",
     "message_to_dict",
+    "result_from_dict",
+    "result_to_dict",
     "usage_from_dict",
     "usage_to_dict",
 ]
@@ -120,6 +124,64 @@ def usage_from_dict(data: dict[str, Any]) -> Usage:
     """Decode usage counters; missing counters are zero."""
     fields = usage_to_dict(Usage())
     return Usage(**{key: type(default)(data.get(key, default)) for key, default in fields.items()})
+
+
+def result_to_dict(result: RunResult) -> dict[str, Any]:
+    """Encode a run's result; empty optional fields are left out.
+
+    Structured output (`data`) is stored as JSON: a pydantic model or a dataclass becomes
+    its fields, so that `result_from_dict` gives back plain JSON values, which the agent's
+    output type can validate again.
+    """
+    out: dict[str, Any] = {
+        "v": SCHEMA_VERSION,
+        "run_id": result.run_id,
+        "output": result.output,
+        "termination": result.termination,
+        "complete": result.complete,
+        "usage": usage_to_dict(result.usage),
+        "messages": [message_to_dict(m) for m in result.messages],
+    }
+    if result.error is not None:
+        out["error"] = result.error
+    if result.data is not None:
+        out["data"] = _plain(result.data)
+    if result.output_valid is not None:
+        out["output_valid"] = result.output_valid
+    if result.output_errors:
+        out["output_errors"] = list(result.output_errors)
+    return out
+
+
+def result_from_dict(data: dict[str, Any]) -> RunResult:
+    """Decode a result written by `result_to_dict` (any readable version)."""
+    _check_version(data)
+    valid = data.get("output_valid")
+    return RunResult(
+        run_id=str(data["run_id"]),
+        output=data.get("output"),
+        termination=cast(TerminationReason, data.get("termination") or "error"),
+        complete=bool(data.get("complete", False)),
+        usage=usage_from_dict(data.get("usage") or {}),
+        messages=tuple(message_from_dict(m) for m in data.get("messages") or ()),
+        error=data.get("error"),
+        data=data.get("data"),
+        output_valid=None if valid is None else bool(valid),
+        output_errors=tuple(str(e) for e in data.get("output_errors") or ()),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """The JSON values of a pydantic model or a dataclass; anything else as it is.
+
+    Pydantic is duck-typed here: core does not import it.
+    """
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
 
 
 def dumps(data: dict[str, Any]) -> str:

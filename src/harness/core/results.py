@@ -13,6 +13,7 @@ __all__ = ["RunResult", "TerminationReason"]
 TerminationReason = Literal[
     "final_answer",
     "max_steps",
+    "max_tool_calls",
     "budget_tokens",
     "budget_cost",
     "timeout",
@@ -41,7 +42,12 @@ class RunResult:
     error: str | None = None
     """What went wrong, when the run ended with an error."""
     data: Any = None
-    """Structured output, when the agent declares an output type."""
+    """Structured output, when the agent declares an output type: the validated value, or
+    the best JSON found in the answer when it never became valid (`output_valid` False)."""
+    output_valid: bool | None = None
+    """Whether `data` matches the agent's output type; `None` when it declares none."""
+    output_errors: tuple[str, ...] = ()
+    """Why the answer did not match the output type, after the last repair (`$.path: what`)."""
 
     @property
     def ok(self) -> bool:

@@ -14,10 +14,19 @@ from harness.gateway.model import (
 )
 from harness.gateway.profiles import ModelProfile, resolve_model
 from harness.gateway.scripted import FunctionModel, ScriptedModel
+from harness.gateway.wrappers import (
+    ConcurrencyLimitedModel,
+    FallbackModel,
+    Limiter,
+    RetryingModel,
+)
 
 __all__ = [
+    "ConcurrencyLimitedModel",
+    "FallbackModel",
     "FinishReason",
     "FunctionModel",
+    "Limiter",
     "Model",
     "ModelProfile",
     "ModelRequest",
@@ -25,6 +34,7 @@ __all__ = [
     "ModelSettings",
     "ReasoningDelta",
     "ResponseDone",
+    "RetryingModel",
     "ScriptedModel",
     "StreamEvent",
     "TextDelta",

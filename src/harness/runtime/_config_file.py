@@ -2,32 +2,106 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
-from typing import Literal, Self
+from typing import Any, Self, cast, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.gateway.profiles import DEFAULT_PROFILE
+from harness.agent.strategies import strategy_names
+from harness.gateway.profiles import DEFAULT_PROFILE, ModelProfile
 from harness.tools.approvals import ApprovalPolicy, ApprovalRule
 from harness.tools.mcp import MCPServerConfig
 from harness.tools.spec import Approval, SideEffects
 
-__all__ = ["FileConfig"]
+__all__ = ["FileConfig", "env_value"]
 
 
-class _ProfileConfig(BaseModel):
+class _PricesEntry(BaseModel):
+    """The `prices` of a profile: US dollars per million tokens."""
+
     model_config = ConfigDict(extra="forbid")
-    provider: Literal["openai"] = "openai"
+    input: float = 0.0
+    output: float = 0.0
+    cached_input: float | None = None
+
+
+class _ProfileEntry(BaseModel):
+    """One `[models.NAME]` table: the keys of `ModelProfile`, typed; values are checked there."""
+
+    model_config = ConfigDict(extra="forbid")
+    provider: str = "openai"
     model: str = "local"
     base_url: str | None = None
     api_key_env: str | None = None
-    timeout_s: float = 600.0
     context_window: int | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    stop: list[str] = []
+    parallel_tool_calls: bool | None = None
+    extra_body: dict[str, Any] = {}
+    timeout_s: float = 600.0
+    max_retries: int = 2
+    fallbacks: list[str] = []
+    concurrency: int | None = None
+    prices: _PricesEntry = _PricesEntry()
+    tool_calls: str = "auto"
+    native_tools: bool = True
+    streaming: bool = True
+
+    def profile(self, name: str, base: ModelProfile) -> ModelProfile:
+        """`base` with the keys this table sets; keys it leaves out keep `base`'s values.
+
+        Raises:
+            ProfileError: A value the profile cannot use.
+        """
+        values = self.model_dump(exclude_unset=True)
+        if "prices" in values:
+            values["prices"] = dataclasses.replace(base.prices, **values["prices"])
+        for key in ("stop", "fallbacks"):
+            if key in values:
+                values[key] = tuple(values[key])
+        return dataclasses.replace(base, name=name, **values)
+
+
+def env_value(key: tuple[str, ...], raw: str) -> Any:
+    """The value of an environment variable that sets profile key `key`, typed for the schema.
+
+    Lists are JSON arrays or comma-separated; tables (`extra_body`) are JSON objects; every
+    other value stays a string that the schema converts (`"0.2"` to a float, `"true"` to a
+    boolean).
+
+    Raises:
+        ValueError: A table that is not a JSON object.
+    """
+    field = _ProfileEntry.model_fields.get(key[0]) if len(key) == 1 else None
+    origin = get_origin(field.annotation) if field else None
+    if origin is list:
+        if raw.lstrip().startswith("["):
+            return json.loads(raw)
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    if origin is dict:
+        value = json.loads(raw)
+        if not isinstance(value, dict):
+            raise ValueError('give a JSON object, e.g. {"top_k": 20}')
+        return cast("dict[str, Any]", value)
+    return raw
 
 
 class _Defaults(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str = DEFAULT_PROFILE
+    strategy: str = "react"
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, name: str) -> str:
+        if name not in strategy_names():
+            raise ValueError(f"unknown strategy {name!r}; use one of {', '.join(strategy_names())}")
+        return name
 
 
 class _MCPServerEntry(BaseModel):
@@ -98,6 +172,6 @@ class _ApprovalsEntry(BaseModel):
 class FileConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     defaults: _Defaults = _Defaults()
-    models: dict[str, _ProfileConfig] = {}
+    models: dict[str, _ProfileEntry] = {}
     mcp: dict[str, _MCPServerEntry] = {}
     approvals: _ApprovalsEntry = _ApprovalsEntry()

@@ -77,6 +77,8 @@ def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:
         "workspace": str(agent.workspace) if agent.workspace else None,
         "network": agent.network,
         "allow_unsandboxed": agent.allow_unsandboxed,
+        "strategy": agent.strategy,
+        "strategy_options": dict(agent.strategy_options),
         "approvals": {
             "tools": dict(agent.approvals.tools),
             "rules": [
@@ -102,6 +104,8 @@ def agent_from_metadata(data: Mapping[str, Any]) -> AgentSpec:
         network=bool(data.get("network")),
         allow_unsandboxed=bool(data.get("allow_unsandboxed")),
         approvals=_policy(data.get("approvals") or {}),
+        strategy=str(data.get("strategy") or "react"),
+        strategy_options=dict(data.get("strategy_options") or {}),
     )
 
 

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from harness.errors import ConfigError
-from harness.gateway.profiles import DEFAULT_PROFILE, ModelProfile
+from harness.errors import ConfigError, ProfileError
+from harness.gateway.profiles import (
+    BUILTIN_PROFILES,
+    DEFAULT_PROFILE,
+    ModelProfile,
+    check_profiles,
+    resolve_profile,
+)
 from harness.tools.approvals import ApprovalPolicy
 
 if TYPE_CHECKING:
@@ -19,9 +26,21 @@ if TYPE_CHECKING:
     from harness.runtime._config_file import FileConfig
     from harness.tools.mcp import MCPServerConfig
 
-__all__ = ["CONFIG_FILE", "Settings", "harness_home", "load_settings"]
+__all__ = ["CONFIG_FILE", "MODEL_ENV_PREFIX", "Settings", "harness_home", "load_settings"]
 
 CONFIG_FILE = "harness.toml"
+
+MODEL_ENV_PREFIX = "HARNESS_MODELS__"
+"""`HARNESS_MODELS__<PROFILE>__<KEY>=VALUE` sets `models.<profile>.<key>`, over the file.
+
+`<PROFILE>` matches a profile of the file or a built-in one ignoring case, with any
+character other than a letter or digit written `_`; any other name adds a profile (named in
+lower case). `<KEY>` is a key of `[models.NAME]`; tables take one more level
+(`HARNESS_MODELS__FAST__PRICES__INPUT=0.4`). Values are typed by the schema: numbers and
+booleans as written (`0.2`, `true`), lists as JSON arrays or comma-separated
+(`fallbacks=local,openai:gpt-4.1-mini`), `extra_body` as a JSON object. An empty value
+unsets the key, so that the built-in or default value applies.
+"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,12 +51,15 @@ class Settings:
     """`HARNESS_HOME`: where data lives and `harness.toml` is read."""
     default_model: str = DEFAULT_PROFILE
     """The model used when none is named."""
-    profiles: Mapping[str, ModelProfile] = field(default_factory=lambda: {})
-    """Model profiles from `harness.toml`, by name."""
+    profiles: Mapping[str, ModelProfile] = field(default_factory=lambda: dict(BUILTIN_PROFILES))
+    """Model profiles by name: the built-in ones, and those of `harness.toml` and the
+    environment (which change built-ins of the same name key by key)."""
     mcp_servers: Mapping[str, MCPServerConfig] = field(default_factory=lambda: {})
     """MCP servers from the `[mcp.NAME]` tables of `harness.toml`, by name."""
     approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """The `[approvals]` table: the policy of agents run from the command line."""
+    default_strategy: str = "react"
+    """`[defaults] strategy`: the strategy of agents run from the command line."""
 
 
 def harness_home() -> Path:
@@ -46,50 +68,174 @@ def harness_home() -> Path:
 
 
 def load_settings(home: Path | None = None) -> Settings:
-    """Read `HARNESS_HOME/harness.toml` (if present) and `HARNESS_MODEL`.
+    """Read `HARNESS_HOME/harness.toml` (if present) and the environment.
+
+    The environment overrides the file: `HARNESS_MODEL` names the default model, and
+    `HARNESS_MODELS__<PROFILE>__<KEY>=VALUE` sets one key of a model profile (see
+    `MODEL_ENV_PREFIX`).
 
     Raises:
-        ConfigError: The file is not valid TOML or a key is wrong; the message names the
-            file and the key.
+        ConfigError: The file is not valid TOML, or a key (from the file or the
+            environment) is wrong; the message names the file or the variable, and the key.
     """
     home = home or harness_home()
     path = home / CONFIG_FILE
-    profiles: dict[str, ModelProfile] = {}
+    raw = _read_toml(path) if path.is_file() else {}
+    sources = _Sources(path=path)
+    _apply_model_env(raw, os.environ, sources)
+    profiles: dict[str, ModelProfile] = dict(BUILTIN_PROFILES)
     mcp_servers: dict[str, MCPServerConfig] = {}
     approvals = ApprovalPolicy()
-    default = DEFAULT_PROFILE
-    if path.is_file():
-        config = _read(path)
-        profiles = {
-            name: ModelProfile(name=name, **entry.model_dump())
-            for name, entry in config.models.items()
-        }
+    default, strategy = DEFAULT_PROFILE, "react"
+    if raw:
+        config = _validate(raw, sources)
+        profiles = _profiles(config, sources)
         mcp_servers = _mcp_servers(config, path)
         approvals = _approvals(config, path)
-        default = config.defaults.model
-    default = os.environ.get("HARNESS_MODEL") or default
+        default, strategy = config.defaults.model, config.defaults.strategy
+    default = _default_model(os.environ.get("HARNESS_MODEL") or default, profiles, path)
     return Settings(
         home=home,
         default_model=default,
         profiles=profiles,
         mcp_servers=mcp_servers,
         approvals=approvals,
+        default_strategy=strategy,
     )
 
 
-def _read(path: Path) -> FileConfig:
-    from pydantic import ValidationError  # validation is only needed when a file exists
+@dataclass
+class _Sources:
+    """Where each key came from: the file, or an environment variable."""
+
+    path: Path
+    env: dict[tuple[str, ...], str] = field(default_factory=lambda: {})
+
+    def problem(self, loc: tuple[str, ...], message: str) -> str:
+        """`message` about key `loc`, prefixed with the variable or file that set it."""
+        key = ".".join(loc)
+        for end in range(len(loc), 0, -1):
+            variable = self.env.get(loc[:end])
+            if variable:
+                return f"environment variable {variable}: key '{key}': {message}"
+        return f"{self.path}: key '{key}': {message}"
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def _validate(raw: dict[str, Any], sources: _Sources) -> FileConfig:
+    from pydantic import ValidationError  # validation is only needed when there is config
 
     from harness.runtime._config_file import FileConfig
 
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    try:
         return FileConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: {_describe(exc)}") from exc
+        raise ConfigError(_describe(exc, sources)) from exc
+
+
+def _apply_model_env(raw: dict[str, Any], environ: Mapping[str, str], sources: _Sources) -> None:
+    """Set the profile keys that `HARNESS_MODELS__<PROFILE>__<KEY>` variables give."""
+    variables = sorted(v for v in environ if v.upper().startswith(MODEL_ENV_PREFIX))
+    if not variables:
+        return
+    from harness.runtime._config_file import env_value
+
+    models = raw.setdefault("models", {})
+    if not isinstance(models, dict):
+        return  # the file's own error is reported by validation
+    tables = cast(dict[str, Any], models)
+    for variable in variables:
+        name, key = _split_variable(variable, [*BUILTIN_PROFILES, *tables])
+        table = tables.setdefault(name, {})
+        if not isinstance(table, dict):
+            continue
+        value = environ[variable]
+        if not value:
+            _unset(cast(dict[str, Any], table), key)
+            continue
+        try:
+            typed = env_value(key, value)
+        except ValueError as exc:
+            raise ConfigError(
+                f"environment variable {variable}: key 'models.{name}.{'.'.join(key)}': {exc}"
+            ) from exc
+        _set(cast(dict[str, Any], table), key, typed)
+        sources.env[("models", name, *key)] = variable
+
+
+def _split_variable(variable: str, names: list[str]) -> tuple[str, tuple[str, ...]]:
+    """The profile and key a variable sets.
+
+    The profile is matched ignoring case and punctuation: `HARNESS_MODELS__GPT_4O__…` sets
+    profile `gpt-4o`.
+    """
+    parts = variable[len(MODEL_ENV_PREFIX) :].split("__")
+    if len(parts) < 2 or not all(parts):
+        raise ConfigError(
+            f"environment variable {variable}: name a profile and a key, as in "
+            f"{MODEL_ENV_PREFIX}LOCAL__BASE_URL or {MODEL_ENV_PREFIX}FAST__PRICES__INPUT"
+        )
+    matches = sorted({name for name in names if _env_form(name) == parts[0].upper()})
+    if len(matches) > 1:
+        raise ConfigError(
+            f"environment variable {variable}: {parts[0]!r} could be profile "
+            f"{' or '.join(matches)}: rename one of them in {CONFIG_FILE}"
+        )
+    name = matches[0] if matches else parts[0].lower()
+    return name, tuple(part.lower() for part in parts[1:])
+
+
+def _env_form(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+def _set(table: dict[str, Any], key: tuple[str, ...], value: Any) -> None:
+    for part in key[:-1]:
+        inner = table.get(part)
+        if not isinstance(inner, dict):
+            inner = table[part] = {}
+        table = cast(dict[str, Any], inner)
+    table[key[-1]] = value
+
+
+def _unset(table: dict[str, Any], key: tuple[str, ...]) -> None:
+    for part in key[:-1]:
+        inner = table.get(part)
+        if not isinstance(inner, dict):
+            return
+        table = cast(dict[str, Any], inner)
+    table.pop(key[-1], None)
+
+
+def _profiles(config: FileConfig, sources: _Sources) -> dict[str, ModelProfile]:
+    """Built-in profiles, with the file's and the environment's tables laid over them."""
+    profiles: dict[str, ModelProfile] = dict(BUILTIN_PROFILES)
+    try:
+        for name, entry in config.models.items():
+            base = BUILTIN_PROFILES.get(name) or ModelProfile(name=name)
+            profiles[name] = entry.profile(name, base)
+        check_profiles(profiles)
+    except ProfileError as exc:
+        loc = ("models", exc.profile, *exc.key.split("."))
+        raise ConfigError(sources.problem(loc, exc.problem)) from exc
+    return profiles
+
+
+def _default_model(name: str, profiles: Mapping[str, ModelProfile], path: Path) -> str:
+    try:
+        resolve_profile(name, profiles)
+    except ConfigError as exc:
+        where = (
+            "HARNESS_MODEL" if os.environ.get("HARNESS_MODEL") else f"{path}: key 'defaults.model'"
+        )
+        raise ConfigError(f"{where}: {exc}") from exc
+    return name
 
 
 def _mcp_servers(config: FileConfig, path: Path) -> dict[str, MCPServerConfig]:
@@ -109,9 +255,9 @@ def _approvals(config: FileConfig, path: Path) -> ApprovalPolicy:
         raise ConfigError(f"{path}: key 'approvals.rules': {exc}") from exc
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, sources: _Sources) -> str:
     problems: list[str] = []
     for error in exc.errors():
-        key = ".".join(str(part) for part in cast(tuple[Any, ...], error["loc"]))
-        problems.append(f"key '{key}': {error['msg']}")
+        loc = tuple(str(part) for part in cast(tuple[Any, ...], error["loc"]))
+        problems.append(sources.problem(loc, error["msg"]))
     return "; ".join(problems)

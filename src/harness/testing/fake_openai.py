@@ -10,14 +10,20 @@ without a model or a network::
         assert server.requests[0].body["messages"][0]["role"] == "system"
 
 The server speaks `POST /v1/chat/completions` (JSON, or SSE when the request says
-`"stream": true`) and `GET /v1/models`. Replies built with `FakeReply.text`,
-`FakeReply.tool_call` and `FakeReply.tool_calls` are rendered in either form;
-`FakeReply.raw` sends bytes exactly as given, e.g. to replay a recorded exchange.
+`"stream": true`), `GET /v1/models` and, when given, llama.cpp's `GET /props`. Replies
+built with `FakeReply.text`, `FakeReply.tool_call` and `FakeReply.tool_calls` are rendered
+in either form; `FakeReply.raw` sends bytes exactly as given, e.g. to replay a recorded
+exchange. A reply with `reset_after` set breaks its connection with a TCP reset after that
+many body bytes; `harness.testing.faults` builds the usual failures (rate limits, resets,
+slow answers …).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import socket
+import struct
 import sys
 import threading
 import time
@@ -77,6 +83,8 @@ class FakeReply:
     """Raw body pieces; set only for raw replies."""
     delay_s: float = 0.0
     """Seconds to wait before sending anything."""
+    reset_after: int | None = None
+    """Reset the connection (TCP RST) after sending this many body bytes; `None` sends all."""
 
     @classmethod
     def text(
@@ -128,6 +136,7 @@ class FakeReply:
         body: bytes | Sequence[bytes] = b"",
         chunk_size: int | None = None,
         delay_s: float = 0.0,
+        reset_after: int | None = None,
     ) -> FakeReply:
         """Bytes sent exactly as given, to replay a recorded exchange.
 
@@ -138,13 +147,18 @@ class FakeReply:
             body: The body, or a sequence of pieces each sent as its own HTTP chunk.
             chunk_size: Send `body` as chunks of this many bytes, each flushed on its own.
             delay_s: Seconds to wait before sending the status line.
+            reset_after: Reset the connection after this many bytes of `body`.
         """
         if isinstance(body, bytes) and chunk_size:
             pieces = tuple(body[i : i + chunk_size] for i in range(0, len(body), chunk_size))
         else:
             pieces = (body,) if isinstance(body, bytes) else tuple(body)
         return cls(
-            status=status, headers=tuple((headers or {}).items()), body=pieces, delay_s=delay_s
+            status=status,
+            headers=tuple((headers or {}).items()),
+            body=pieces,
+            delay_s=delay_s,
+            reset_after=reset_after,
         )
 
     @classmethod
@@ -172,10 +186,23 @@ class FakeOpenAIServer:
     Args:
         script: The replies, in order, or a function of the request body returning one.
         model: The model name reported by `GET /v1/models` and in answers.
+        model_info: Extra fields of the model's `GET /v1/models` entry, e.g. vLLM's
+            `{"max_model_len": 32768}`.
+        props: The body of `GET /props` (llama.cpp's server properties, e.g.
+            `{"default_generation_settings": {"n_ctx": 8192}}`); `None` answers 404.
     """
 
-    def __init__(self, script: Script = (), *, model: str = "fake-model") -> None:
+    def __init__(
+        self,
+        script: Script = (),
+        *,
+        model: str = "fake-model",
+        model_info: Mapping[str, Any] | None = None,
+        props: Mapping[str, Any] | None = None,
+    ) -> None:
         self.model = model
+        self.model_info = dict(model_info or {})
+        self.props = dict(props) if props is not None else None
         self.requests: list[RecordedRequest] = []
         """Every request received, in order."""
         self._function = script if callable(script) else None
@@ -200,15 +227,23 @@ class FakeOpenAIServer:
     def start(self) -> FakeOpenAIServer:
         """Start serving in a daemon thread."""
         self._stopping.clear()
-        self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _HTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.record, self._httpd.next_reply = self._record, self._next_reply
         self._httpd.stopping, self._httpd.model = self._stopping, self.model
+        self._httpd.model_info, self._httpd.props = self.model_info, self.props
         # A short poll interval makes stop() quick: shutdown() waits for the next poll.
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), name="FakeOpenAIServer", daemon=True
+            target=self._httpd.serve_forever,
+            args=(0.02,),
+            name=type(self).__name__,
+            daemon=True,
         )
         self._thread.start()
         return self
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler: a fake of another wire format (Anthropic) brings its own."""
+        return _Handler
 
     def stop(self) -> None:
         """Stop serving and close every socket."""
@@ -239,7 +274,7 @@ class FakeOpenAIServer:
                 return self._queue.popleft()
         return FakeReply.error(
             500,
-            f"FakeOpenAIServer: the script has no reply left for "
+            f"{type(self).__name__}: the script has no reply left for "
             f"request #{len(self.requests)}; add FakeReply items to it",
             type="fake_script_exhausted",
         )
@@ -251,6 +286,8 @@ class _HTTPServer(ThreadingHTTPServer):
     next_reply: Callable[[Any], FakeReply]
     stopping: threading.Event
     model: str
+    model_info: dict[str, Any]
+    props: dict[str, Any] | None
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hung up (a timeout test) is expected; anything else is shown.
@@ -271,15 +308,10 @@ class _Handler(BaseHTTPRequestHandler):
             RecordedRequest(method="GET", path=self.path, headers=self._headers(), body=None)
         )
         if self.path.rstrip("/").endswith("/models"):
-            models = {
-                "object": "list",
-                "data": [{"id": fake.model, "object": "model", "owned_by": "harness"}],
-            }
-            self._send(
-                FakeReply.raw(
-                    200, {"content-type": "application/json"}, json.dumps(models).encode()
-                )
-            )
+            entry = {"id": fake.model, "object": "model", "owned_by": "harness"}
+            self._send_json({"object": "list", "data": [{**entry, **fake.model_info}]})
+        elif self.path.rstrip("/") == "/props" and fake.props is not None:
+            self._send_json(fake.props)
         else:
             self._send(FakeReply.error(404, f"no route for GET {self.path}", type="not_found"))
 
@@ -299,6 +331,11 @@ class _Handler(BaseHTTPRequestHandler):
             reply = FakeReply.error(500, f"FakeOpenAIServer: the script raised {exc!r}")
         self._send(_render(reply, _as_dict(body), number, fake.model))
 
+    def _send_json(self, body: Any) -> None:
+        self._send(
+            FakeReply.raw(200, {"content-type": "application/json"}, json.dumps(body).encode())
+        )
+
     def _send(self, reply: FakeReply) -> None:
         if reply.delay_s and self._fake().stopping.wait(reply.delay_s):
             return
@@ -314,12 +351,28 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.send_header("Content-Length", str(sum(map(len, pieces))))
         self.end_headers()
-        for piece in pieces:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
-            self.wfile.flush()
-        if chunked:
-            self.wfile.write(b"0\r\n\r\n")
         self.close_connection = True
+        budget = reply.reset_after
+        for piece in pieces:
+            if budget is not None:
+                piece, budget = piece[:budget], budget - len(piece[:budget])
+            if piece:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+                self.wfile.flush()
+            if budget == 0:
+                self._reset()
+                return
+        if budget is not None:
+            self._reset()
+        elif chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
+    def _reset(self) -> None:
+        """Close the socket with a TCP reset, as a crashed server or a proxy would."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # The read side holds a reference to the socket: release it so close() is immediate.
+        self.rfile.close()
+        self.connection.close()
 
     def _headers(self) -> dict[str, str]:
         return {name.lower(): value for name, value in self.headers.items()}
@@ -336,22 +389,22 @@ def _render(reply: FakeReply, request: dict[str, Any], number: int, model: str) 
     if request.get("stream"):
         usage = bool(_as_dict(request.get("stream_options")).get("include_usage"))
         pieces = tuple(_sse(chunk) for chunk in _chunks(reply, model, number, usage))
-        return FakeReply(
+        return dataclasses.replace(
+            reply,
             status=200,
             headers=(("content-type", "text/event-stream"),),
             body=(*pieces, b"data: [DONE]\n\n"),
-            delay_s=reply.delay_s,
         )
     completion = {
         **_envelope(model, number, "chat.completion"),
         "choices": [{"index": 0, "message": _message(reply), "finish_reason": reply.finish_reason}],
         "usage": _usage(reply),
     }
-    return FakeReply(
+    return dataclasses.replace(
+        reply,
         status=200,
         headers=(("content-type", "application/json"),),
         body=(json.dumps(completion).encode(),),
-        delay_s=reply.delay_s,
     )
 
 

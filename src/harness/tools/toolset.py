@@ -14,6 +14,7 @@ from harness.core.clock import Clock, SystemClock
 from harness.core.messages import Message, ToolCall, ToolDefinition
 from harness.core.usage import Limits
 from harness.errors import ApprovalRequired, ToolDefinitionError, ToolError
+from harness.gateway.textcalls.malformed import MALFORMED_TOOL_CALL, malformed_call_feedback
 from harness.tools import _feedback
 from harness.tools.context import ToolContext, ToolResult
 from harness.tools.results import render_result, truncate
@@ -154,8 +155,8 @@ class Toolset:
         context = replace(context or ToolContext(), call_id=call.id)
         spec = self._specs.get(call.name)
         if spec is None:
-            text = _feedback.unknown_tool(call.name, self.names)
-            return self.outcome(call, "unknown_tool", text, limits=limits, started=started)
+            status, text = self._no_tool(call)
+            return self.outcome(call, status, text, limits=limits, started=started)
         status, result = await self._run(spec, call.arguments, limits, context)
         text, metadata = _split(result)
         if status == "ok" and metadata.get("timed_out"):
@@ -173,9 +174,8 @@ class Toolset:
         """
         spec = self._specs.get(call.name)
         if spec is None:
-            return self.outcome(
-                call, "unknown_tool", _feedback.unknown_tool(call.name, self.names), limits=limits
-            )
+            status, text = self._no_tool(call)
+            return self.outcome(call, status, text, limits=limits)
         try:
             self._arguments(spec, call.arguments)
         except _Rejected as rejected:
@@ -184,6 +184,12 @@ class Toolset:
             text = _feedback.invalid_arguments(spec, exc.violations, exc.hint)
             return self.outcome(call, "invalid_arguments", text, limits=limits)
         return None
+
+    def _no_tool(self, call: ToolCall) -> tuple[ToolStatus, str]:
+        """The answer to a call of no tool: unknown, or a text call that could not be read."""
+        if call.name == MALFORMED_TOOL_CALL:
+            return "invalid_json", malformed_call_feedback(call.arguments)
+        return "unknown_tool", _feedback.unknown_tool(call.name, self.names)
 
     async def _run(
         self, spec: ToolSpec, arguments: str, limits: Limits, context: ToolContext

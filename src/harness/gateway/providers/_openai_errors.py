@@ -169,7 +169,11 @@ def _explain(cls: type[ModelAPIError], status: int, said: str, *, base_url: str,
             f"and that the server serves it (GET {base_url}/models lists them)"
         )
     if cls is ModelBadRequestError:
-        return f"the server at {base_url} rejected the request: {said}"
+        return (
+            f"the server at {base_url} rejected the request ({said}): fix what it names "
+            "(the messages, tools or settings it does not accept); sending it again will "
+            "not help"
+        )
     if cls is ModelRateLimitError:
         return f"rate limited by {base_url}: {said}; wait, or send fewer requests at once"
     if cls is ModelOverloadedError:

@@ -21,6 +21,7 @@ from harness.gateway.model import (
     ModelResponse,
     ModelSettings,
     ReasoningDelta,
+    ResponseFormat,
     StreamEvent,
     TextDelta,
     ToolCallDelta,
@@ -97,8 +98,19 @@ def _settings_to_wire(settings: ModelSettings, *, has_tools: bool) -> JSON:
     # OpenAI rejects parallel_tool_calls in a request without tools.
     if settings.parallel_tool_calls is not None and has_tools:
         wire["parallel_tool_calls"] = settings.parallel_tool_calls
+    if settings.response_format is not None:
+        wire["response_format"] = _response_format_to_wire(settings.response_format)
     wire.update(settings.extra_body or {})
     return wire
+
+
+def _response_format_to_wire(response_format: ResponseFormat) -> JSON:
+    schema = {
+        "name": response_format.name,
+        "schema": dict(response_format.schema),
+        "strict": response_format.strict,
+    }
+    return {"type": "json_schema", "json_schema": schema}
 
 
 # --- response -----------------------------------------------------------------------------

@@ -12,7 +12,6 @@ creates is handed to that uid, so that sandboxed commands can change it.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import os
 import posixpath
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from harness.errors import ToolError
+from harness.tools.feedback import did_you_mean
 
 __all__ = ["Entry", "EntryKind", "Workspace"]
 
@@ -360,7 +360,17 @@ def _refusal(dir_fd: int, parts: Parts, index: int, exc: OSError) -> ToolError:
             f"{shown!r} cannot be reached: {prefix!r} is a file, not a directory.",
             hint=f"Check the path; list_dir on {posixpath.dirname(prefix) or '.'!r} shows it.",
         )
-    return ToolError(f"{shown!r} cannot be opened: {exc.strerror}.", hint="Check the path.")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return ToolError(
+            f"{shown!r} cannot be opened: permission denied on {prefix!r}.",
+            hint="The file tools cannot read it; pick another file, or look at its "
+            "permissions with `ls -l` in bash.",
+        )
+    return ToolError(
+        f"{shown!r} cannot be opened: {exc.strerror}.",
+        hint=f"Check the path; list_dir on {posixpath.dirname(prefix) or '.'!r} shows what "
+        "is there.",
+    )
 
 
 def _not_a_file(parts: Parts, mode: int) -> ToolError:
@@ -390,10 +400,11 @@ def _missing(dir_fd: int, parts: Parts, index: int) -> ToolError:
         siblings = os.listdir(dir_fd)
     except OSError:
         siblings = []
-    close = difflib.get_close_matches(parts[index], siblings, n=3)
-    guesses = ", ".join(repr(posixpath.join(parent, name).removeprefix("./")) for name in close)
+    guess = did_you_mean(
+        parts[index], siblings, show=lambda name: posixpath.join(parent, name).removeprefix("./")
+    )
+    look = f"Use list_dir on {parent!r} to see what is there, or search to find files by content."
     return ToolError(
         f"{shown!r} does not exist in the workspace{gap}.",
-        hint=(f"Did you mean {guesses}? " if close else "")
-        + f"Use list_dir on {parent!r} to see what is there, or search to find files by content.",
+        hint=f"{guess} {look}" if guess else look,
     )

@@ -14,7 +14,7 @@ import re
 import shutil
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
@@ -25,7 +25,7 @@ from harness.tools.results import NO_OUTPUT
 from harness.tools.sandbox import Sandbox, SandboxLimits, SandboxResult
 from harness.tools.spec import ToolSpec
 
-__all__ = ["WARNING_UNSANDBOXED", "bash_tool", "clean_output"]
+__all__ = ["WARNING_UNSANDBOXED", "bash_tool", "clean_output", "run_bash"]
 
 _TIMEOUT_MARGIN_S: Final = 10.0
 """Extra time the tool call gets beyond the command's own timeout, so that the tool
@@ -110,6 +110,53 @@ def bash_tool(
     )
 
 
+async def run_bash(
+    command: str,
+    *,
+    cwd: str | Path | None = None,
+    timeout_s: float = 120.0,
+    extra_env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+    network: bool = False,
+    allow_unsandboxed: bool = False,
+    limits: SandboxLimits | None = None,
+) -> ToolResult:
+    """Run one command exactly as the `bash` tool does, outside any toolset.
+
+    For harness code that runs commands of its own in an agent's workspace, such as a
+    completion check: the same sandbox, limits, output capture and report.
+
+    Args:
+        command: The bash command (or script).
+        cwd: The workspace; `None` is the current directory.
+        timeout_s: Seconds before the command and all its processes are killed.
+        extra_env: Variables added to the commands' usual small environment.
+        sandbox: The sandbox to run in; `None` makes a default `Sandbox()`.
+        network: Give the command the host's network.
+        allow_unsandboxed: Run on the host when no sandbox works here, instead of refusing.
+        limits: Resource limits inside the sandbox; `timeout_s` sets their wall clock.
+
+    Returns:
+        The report the model would read (output, then how the command ended) and its
+        metadata (`exit_code`, `timed_out`, `sandbox`, ...).
+
+    Raises:
+        ToolError: The command could not run: no sandbox (see `SandboxUnavailable`), a
+            workspace the sandbox cannot use, or a command that cannot be passed.
+    """
+    runner = _Runner(
+        cwd=Path(cwd) if cwd is not None else None,
+        timeout=timeout_s,
+        env=None,
+        extra_env=dict(extra_env or {}),
+        sandbox=sandbox or Sandbox(),
+        network=network,
+        allow_unsandboxed=allow_unsandboxed,
+        limits=replace(limits or SandboxLimits(), wall_s=timeout_s),
+    )
+    return await runner.bash(command)
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Runner:
     cwd: Path | None
@@ -119,6 +166,7 @@ class _Runner:
     network: bool
     allow_unsandboxed: bool
     limits: SandboxLimits
+    extra_env: dict[str, str] = field(default_factory=dict[str, str])
 
     async def bash(self, command: str) -> ToolResult:
         workspace = self.cwd or Path.cwd()
@@ -130,7 +178,7 @@ class _Runner:
                 workspace=workspace,
                 limits=self.limits,
                 network=self.network,
-                env=self.env,
+                env={**(self.env or {}), **self.extra_env},
             )
         except ConfigError as exc:
             raise ToolError(
@@ -147,20 +195,27 @@ class _Runner:
                 [shell, "--noprofile", "--norc", "-c", command],
                 timeout_s=self.timeout,
                 cwd=workspace,
-                env=self.env if self.env is not None else _default_env(),
+                env={**(self.env if self.env is not None else _default_env()), **self.extra_env},
             )
         except OSError as exc:
             raise ToolError(
                 f"The command could not be started: {exc.strerror or exc}.",
                 hint="Check that the working directory exists.",
             ) from exc
-        footer = _ending(result.ending, result.returncode, self.timeout, result.total_bytes)
+        body = _host_body(result)
+        footer = _ending(
+            result.ending,
+            result.returncode,
+            self.timeout,
+            result.total_bytes,
+            silent=not body.strip(),
+        )
         if result.omitted_bytes:
             footer = (
                 f"[the command wrote {result.total_bytes:,} bytes of output; "
                 f"only its start and end are kept]\n{footer}"
             )
-        text = _report(_host_body(result), footer)
+        text = _report(body, footer)
         return ToolResult(
             text=f"{text}\n{WARNING_UNSANDBOXED}",
             metadata={
@@ -223,7 +278,8 @@ def _sandboxed_report(result: SandboxResult, timeout: float) -> ToolResult:
         "timeout" if result.timed_out else "output_cap" if result.output_capped else "exited"
     )
     code = result.exit_code if result.signal is None else -result.signal
-    text = _report(result.output, _ending(ending, code, timeout, result.total_bytes))
+    footer = _ending(ending, code, timeout, result.total_bytes, silent=not result.output.strip())
+    text = _report(result.output, footer)
     return ToolResult(
         text=text,
         metadata={
@@ -244,7 +300,30 @@ def _report(body: str, footer: str) -> str:
     return f"{body.rstrip(chr(10)) or NO_OUTPUT}\n{footer}"
 
 
-def _ending(ending: Ending, code: int | None, timeout: float, total_bytes: int) -> str:
+_EXIT_CODES: Final = {
+    126: "a program was found but cannot be executed: make it executable with chmod +x, "
+    "or run it through its interpreter, e.g. `bash script.sh` or `python3 tool.py`",
+    127: "a command was not found: check its spelling with `command -v NAME`; only "
+    "programs installed on this machine are there, so use another one if it is missing",
+}
+_SIGNALS: Final = {
+    "SIGKILL": "killed from outside, usually for using too much CPU time or memory; give it "
+    "less work per call",
+    "SIGXCPU": "it used up its CPU-time limit; give it less work per call",
+    "SIGSEGV": "the program crashed (segmentation fault)",
+    "SIGABRT": "the program aborted itself; its output may say why",
+}
+_SILENT_FAILURE: Final = (
+    "it failed without printing anything. Exit code 1 from grep means no line matched, "
+    "from test or [ ] that the condition is false; to see which part failed, put "
+    "`set -x;` in front of the command or print intermediate results"
+)
+
+
+def _ending(
+    ending: Ending, code: int | None, timeout: float, total_bytes: int, *, silent: bool = False
+) -> str:
+    """How the command ended, and for a failure what it likely means and what to try."""
     if ending == "timeout":
         return (
             f"[killed after {timeout:g} s (timeout): the command did not finish. "
@@ -256,8 +335,15 @@ def _ending(ending: Ending, code: int | None, timeout: float, total_bytes: int) 
             "Redirect large output to a file and read parts of it.]"
         )
     if code is not None and code < 0:
-        return f"[terminated by signal {_signal_name(-code)}]"
-    return f"[exit code {code}]"
+        name = _signal_name(-code)
+        meaning = _SIGNALS.get(name)
+        return (
+            f"[terminated by signal {name}: {meaning}]"
+            if meaning
+            else f"[terminated by signal {name}]"
+        )
+    meaning = _EXIT_CODES.get(code or 0) or (_SILENT_FAILURE if silent and code else None)
+    return f"[exit code {code}: {meaning}]" if meaning else f"[exit code {code}]"
 
 
 def _signal_name(number: int) -> str:

@@ -7,6 +7,7 @@ sandboxed process that plants links can make the harness touch a file outside th
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import difflib
 import fnmatch
@@ -18,6 +19,7 @@ from typing import Any, Final
 
 from harness.errors import ToolError
 from harness.tools.builtin._fs import Entry, Workspace
+from harness.tools.feedback import did_you_mean
 from harness.tools.spec import SideEffects, ToolSpec
 
 __all__ = [
@@ -34,6 +36,7 @@ _LINE_CHARS: Final = 2000
 _MATCH_CHARS: Final = 240
 _MAX_SEARCHED_FILES: Final = 20_000
 _NOT_ENTERED: Final = frozenset({".git"})
+_KINDS_LISTED: Final = 5
 _MARGIN: Final = 2000  # room in max_result_chars beyond a tool's own cap, for notes
 _PATHS: Final = "Paths are relative to the workspace root; symbolic links are never followed."
 _LINE_PREFIX: Final = re.compile(r"\s*\d+│")
@@ -359,11 +362,16 @@ class _Scan:
         self.hits: list[str] = []
         self.searched = self.skipped = 0
         self.stopped = ""
+        self.unmatched = collections.Counter[str]()
+        """Files the glob left out, by `*.ext` (or name), to suggest a better glob."""
 
     def run(self, entries: Iterable[Entry]) -> None:
         for entry in entries:
             named = entry.path if "/" in self.glob else entry.name  # 'src/*.py' or '*.py'
-            if entry.kind != "file" or not fnmatch.fnmatchcase(named, self.glob):
+            if entry.kind != "file":
+                continue
+            if not fnmatch.fnmatchcase(named, self.glob):
+                self.unmatched[_kind_glob(entry.name)] += 1
                 continue
             if self.searched == _MAX_SEARCHED_FILES:
                 self.stopped = f"after {_MAX_SEARCHED_FILES:,} files"
@@ -389,11 +397,33 @@ class _Scan:
             stop = f"\n[stopped {self.stopped}: narrow the pattern, path or glob]"
             head = f"{_count(len(self.hits), 'match', 'es')} for {pattern!r} {where} ({counts}):\n"
             return head + "\n".join(self.hits) + (stop if self.stopped else "")
-        advice = (
+        return f"No matches for {pattern!r} {where} ({counts}). {self._advice()}"
+
+    def _advice(self) -> str:
+        if self.searched:
+            return (
+                "Try a shorter or looser pattern, (?i) to ignore case, a backslash before "
+                "special characters such as ( [ . *, or a wider path; list_dir shows the files."
+            )
+        if self.skipped:
+            return (
+                "The search reads text files only; look into the others with a program that "
+                "knows their format, e.g. in bash."
+            )
+        if self.glob == "*":
+            return "There is no text file there to search; list_dir shows what the path holds."
+        kinds = [kind for kind, _ in self.unmatched.most_common(_KINDS_LISTED)]
+        seen = ", ".join(f"{kind} ({self.unmatched[kind]:,})" for kind in kinds)
+        guess = did_you_mean(self.glob, self.unmatched)
+        return (
             f"No text file matched the glob {self.glob!r}: '*.py' is matched against file "
             "names, 'src/*.py' against paths from the workspace root; try another glob or none."
-            if self.searched == 0 and self.glob != "*"
-            else "Try a shorter or looser pattern, (?i) to ignore case, a backslash before "
-            "special characters such as ( [ . *, or a wider path; list_dir shows the files."
+            + (f" Files there: {seen}." if seen else "")
+            + (f" {guess}" if guess else "")
         )
-        return f"No matches for {pattern!r} {where} ({counts}). {advice}"
+
+
+def _kind_glob(name: str) -> str:
+    """`*.py` for `main.py`; the name itself when it has no extension (e.g. `Makefile`)."""
+    stem, dot, extension = name.rpartition(".")
+    return f"*.{extension}" if dot and stem else name

@@ -31,12 +31,14 @@ def _read_result(
     if text is None:
         raise ToolError(
             f"No stored result for call_id {call_id!r} in this run.",
-            hint="Use the call_id quoted in the note at the end of a cut result.",
+            hint="Use the call_id quoted in the note at the end of a cut result, e.g. "
+            'read_result(call_id="call_abc123"). Results that were shown whole are not '
+            "stored: read them in the conversation instead.",
         )
     if not 0 <= offset < len(text):
         raise ToolError(
             f"offset {offset} is past the end: the result has {len(text):,} characters.",
-            hint=f"Use an offset below {len(text)}.",
+            hint=f"Use an offset from 0 to {max(0, len(text) - 1)}; offset=0 reads from the start.",
         )
     end = min(len(text), offset + length)
     more = f" Next: offset={end}." if end < len(text) else " This is the end."

@@ -1,0 +1,285 @@
+"""One run in progress: its conversation and counters, and the steps a strategy takes.
+
+`ActiveRun` is the `RunControl` that `AgentLoop` hands its strategy. A step is one model
+turn and, when the model calls tools, one tool round; the stop conditions of `stops` are
+checked around both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from typing import Any, Final
+
+from harness.agent.spec import AgentSpec
+from harness.agent.stops import (
+    FailureTracker,
+    FailureVerdict,
+    Stop,
+    budget_reached,
+    limit_reached,
+    not_run_text,
+)
+from harness.agent.strategies.base import Answer, Turn
+from harness.agent.tool_calls import ToolCallRunner
+from harness.core.clock import Clock
+from harness.core.codec import usage_to_dict
+from harness.core.events import EventType, RunSink, summarize
+from harness.core.ids import new_id
+from harness.core.messages import Message, ToolCall, ToolDefinition
+from harness.core.usage import Usage
+from harness.gateway.model import (
+    GatewayNotice,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ResponseDone,
+    TextDelta,
+)
+from harness.tools import Toolset
+
+__all__ = ["EMPTY_REPLY_NUDGE", "EMPTY_TEXT_NUDGE", "UNKNOWN_OUTCOME", "ActiveRun"]
+
+EMPTY_REPLY_NUDGE: Final = (
+    "Your last reply was empty. Either call a tool, or reply with your final answer as text."
+)
+EMPTY_TEXT_NUDGE: Final = "Your last reply was empty. Reply with text; no tool can be called now."
+UNKNOWN_OUTCOME: Final = (
+    "This call was started, but the process running it stopped before its result was "
+    "recorded, so whether it had any effect is unknown. Check its effect (for example, "
+    "look at the files or state it would have changed) before calling it again."
+)
+
+Finisher = Callable[["ActiveRun", str], Awaitable[Answer | None]]
+
+
+class ActiveRun:
+    """The state of one run and the `RunControl` primitives over it.
+
+    Args:
+        run_id: The run.
+        spec: The agent.
+        model: The resolved model.
+        toolset: The agent's tools.
+        sink: Receives events and messages; commits them at checkpoints.
+        runner: Runs tool calls.
+        stream: Ask for streamed responses and report `model_delta` events.
+        clock: Measures the run's time and each model call.
+        messages: The conversation so far; appended to in place.
+        usage: What the run consumed before (a resumed run), counted against its limits.
+        finish: Decides on a final answer offered by the strategy.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        spec: AgentSpec,
+        model: Model,
+        toolset: Toolset,
+        sink: RunSink,
+        runner: ToolCallRunner,
+        stream: bool,
+        clock: Clock,
+        messages: list[Message],
+        usage: Usage,
+        finish: Finisher,
+    ) -> None:
+        self.run_id, self._spec, self._model, self._toolset = run_id, spec, model, toolset
+        self._sink, self._runner, self._stream, self._clock = sink, runner, stream, clock
+        self._messages, self.usage, self._finish = messages, usage, finish
+        self._steps = sum(1 for m in messages if m.role == "assistant")
+        self._started = clock.monotonic()
+        self._failures = FailureTracker(spec.limits.max_identical_failures)
+
+    @property
+    def spec(self) -> AgentSpec:
+        """The agent."""
+        return self._spec
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The conversation so far."""
+        return self._messages
+
+    @property
+    def tools(self) -> tuple[ToolDefinition, ...]:
+        """The tools the model may call."""
+        return self._toolset.definitions()
+
+    @property
+    def steps(self) -> int:
+        """Model turns taken so far, a resumed run's earlier ones included."""
+        return self._steps
+
+    def elapsed_s(self) -> float:
+        """Seconds since this run (or its resumption) started."""
+        return self._clock.monotonic() - self._started
+
+    def limit_reached(self) -> Stop | None:
+        """The limit the run has reached, if any (checked before each step)."""
+        return limit_reached(
+            self._spec.limits, steps=self._steps, usage=self.usage, elapsed_s=self.elapsed_s()
+        )
+
+    async def turn(self, *, tools: bool = True) -> Turn:
+        """One step: limits, the model's turn, then its tool round. See `RunControl.turn`."""
+        if (stop := self.limit_reached()) is not None:
+            return Turn(kind="stopped", stop=stop)
+        message = await self.respond(tools=tools)
+        if message.tool_calls:
+            return await self._tool_round(message)
+        if message.content and message.content.strip():
+            return Turn(kind="answer", text=message.content)
+        self.say(EMPTY_REPLY_NUDGE if tools else EMPTY_TEXT_NUDGE)
+        await self._sink.checkpoint()
+        return Turn(kind="empty")
+
+    async def respond(self, *, tools: bool, **step_info: Any) -> Message:
+        """Start a step and add the model's reply to the conversation (no limit checks).
+
+        Without tools, calls the model makes anyway are dropped from its message.
+        """
+        self._steps += 1
+        self.emit("step_started", step=self._steps, **step_info)
+        message = (await self._call_model(tools)).message
+        if not tools and message.tool_calls:
+            message = dataclasses.replace(message, tool_calls=())
+        self.append(message)
+        return message
+
+    def say(self, text: str) -> None:
+        """Add a `user` message from the harness."""
+        self.append(Message.user(text))
+
+    async def finish(self, text: str) -> Answer | None:
+        """Offer a final answer to the loop."""
+        return await self._finish(self, text)
+
+    def emit(self, kind: EventType, **payload: Any) -> None:
+        """Report one event."""
+        self._sink.emit(kind, payload)
+
+    def append(self, message: Message) -> None:
+        """Add a message to the conversation and report it."""
+        self._messages.append(message)
+        self._sink.message(message)
+
+    async def settle(self, not_started: Collection[str]) -> None:
+        """Answer the tool calls of a resumed run that never got their results.
+
+        A call of a tool without side effects, or an idempotent one, or one known never to
+        have started, runs (again); any other gets a message that its outcome is unknown,
+        so that nothing runs twice by surprise.
+        """
+        last = self._messages[-1] if self._messages else None
+        if last is None or last.role != "assistant" or not last.tool_calls:
+            return
+        answered = {m.tool_call_id for m in self._messages if m.role == "tool"}
+        pending = tuple(c for c in last.tool_calls if c.id not in answered)
+        rerun = tuple(c for c in pending if c.id in not_started or self._safe_to_repeat(c))
+        ran = await self._runner.run(self._steps, rerun, self._spec.limits)
+        outcomes = {o.call.id: o for o in ran}
+        for call in pending:
+            outcome = outcomes.get(call.id)
+            self.append(outcome.message if outcome else _unknown_outcome(call))
+        await self._sink.checkpoint()
+
+    def _safe_to_repeat(self, call: ToolCall) -> bool:
+        spec = self._toolset.get(call.name)
+        return spec is None or spec.side_effects in ("none", "idempotent")
+
+    async def _tool_round(self, message: Message) -> Turn:
+        if message.content:
+            self.emit("agent_message", step=self._steps, content=message.content, final=False)
+        limits, calls = self._spec.limits, message.tool_calls
+        stop = budget_reached(limits, usage=self.usage, elapsed_s=self.elapsed_s())
+        runnable = () if stop else calls[: self._calls_left(len(calls))]
+        outcomes = tuple(await self._runner.run(self._steps, runnable, limits)) if runnable else ()
+        for outcome in outcomes:
+            self.append(outcome.message)
+        self.usage += Usage(tool_calls=len(runnable))
+        limit = f"it may make at most {limits.max_tool_calls} tool calls"
+        self._not_run(calls[len(runnable) :], stop.detail if stop else limit)
+        verdict = self._failures.record(outcomes)
+        hint = self._hint(verdict)
+        await self._sink.checkpoint()
+        if stop is None and verdict is not None and verdict.action == "stop":
+            stop = Stop(reason="repeated_failure", detail=verdict.text)
+        kind = "stopped" if stop else "tools"
+        return Turn(kind=kind, text=message.content, outcomes=outcomes, hint=hint, stop=stop)
+
+    def _calls_left(self, wanted: int) -> int:
+        limit = self._spec.limits.max_tool_calls
+        return wanted if limit is None else max(0, min(wanted, limit - self.usage.tool_calls))
+
+    def _not_run(self, calls: Sequence[ToolCall], detail: str) -> None:
+        for call in calls:
+            text = not_run_text(detail)
+            self.append(Message.tool(call.id, text, name=call.name))
+            self.emit(
+                "tool_completed",
+                step=self._steps,
+                call_id=call.id,
+                tool=call.name,
+                status="not_run",
+                ok=False,
+                result=summarize(text),
+                truncated=False,
+                duration_s=0.0,
+            )
+
+    def _hint(self, verdict: FailureVerdict | None) -> str | None:
+        if verdict is None or verdict.action != "hint":
+            return None
+        self.say(verdict.text)
+        self.emit("hint_injected", step=self._steps, hint=verdict.text)
+        return verdict.text
+
+    async def _call_model(self, tools: bool) -> ModelResponse:
+        request = ModelRequest(
+            messages=tuple(self._messages),
+            tools=self._toolset.definitions() if tools else (),
+            settings=self._spec.settings,
+            request_id=new_id("req"),
+            observer=self._notice,
+        )
+        self.emit(
+            "model_called",
+            step=self._steps,
+            model=self._model.name,
+            messages=len(request.messages),
+            tools=len(request.tools),
+            stream=self._stream,
+            request_id=request.request_id,
+        )
+        started = self._clock.monotonic()
+        response = await (self._streamed(request) if self._stream else self._model.request(request))
+        self.usage += response.usage
+        message = response.message
+        self.emit(
+            "model_responded",
+            step=self._steps,
+            finish_reason=response.finish_reason,
+            content=summarize(message.content),
+            usage=usage_to_dict(response.usage),
+            tool_calls=[{"id": c.id, "name": c.name} for c in message.tool_calls],
+            duration_s=round(self._clock.monotonic() - started, 6),
+        )
+        return response
+
+    def _notice(self, kind: GatewayNotice, payload: Mapping[str, Any]) -> None:
+        """Gateway notices (retries, fallbacks) become run events of the same name."""
+        self.emit(kind, **{**payload, "step": self._steps})
+
+    async def _streamed(self, request: ModelRequest) -> ModelResponse:
+        async for event in self._model.stream(request):
+            if isinstance(event, TextDelta):
+                self.emit("model_delta", step=self._steps, text=event.text)
+            elif isinstance(event, ResponseDone):
+                return event.response
+        raise RuntimeError(f"model {self._model.name} ended its stream without a response")
+
+
+def _unknown_outcome(call: ToolCall) -> Message:
+    return Message.tool(call.id, UNKNOWN_OUTCOME, name=call.name)

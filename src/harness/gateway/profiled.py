@@ -1,0 +1,114 @@
+"""`ProfiledModel`: a model with its profile's defaults, prices and capabilities applied."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from harness.gateway.model import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ResponseDone,
+    StreamEvent,
+)
+
+if TYPE_CHECKING:
+    from harness.gateway.profiles import ModelProfile
+
+__all__ = ["ProfiledModel", "merge_settings"]
+
+
+def merge_settings(defaults: ModelSettings, settings: ModelSettings) -> ModelSettings:
+    """`settings`, with the values it leaves unset taken from `defaults`.
+
+    Unset is `None`, or no stop sequences; `extra_body` fields are merged, those of
+    `settings` winning.
+    """
+    values: dict[str, Any] = {}
+    for item in dataclasses.fields(ModelSettings):
+        own = getattr(settings, item.name)
+        values[item.name] = getattr(defaults, item.name) if own in (None, ()) else own
+    if defaults.extra_body and settings.extra_body:
+        values["extra_body"] = {**defaults.extra_body, **settings.extra_body}
+    return ModelSettings(**values)
+
+
+class ProfiledModel:
+    """A `Model` that serves requests the way its profile says.
+
+    - The profile's sampling settings are the defaults of every request; a request's own
+      settings win.
+    - Each response's `usage.cost_usd` is priced from the profile's prices (left as the
+      provider reported it when the profile has no prices).
+    - When the profile says the server cannot stream, `stream` sends one whole request and
+      yields its `ResponseDone`.
+
+    Args:
+        inner: The model to send requests to.
+        profile: The profile whose settings, prices and capabilities apply.
+    """
+
+    def __init__(self, inner: Model, profile: ModelProfile) -> None:
+        self._inner = inner
+        self._profile = profile
+        self._defaults = profile.settings
+
+    @property
+    def name(self) -> str:
+        """The inner model's name."""
+        return self._inner.name
+
+    @property
+    def inner(self) -> Model:
+        """The wrapped model."""
+        return self._inner
+
+    @property
+    def profile(self) -> ModelProfile:
+        """The profile this model follows."""
+        return self._profile
+
+    @property
+    def context_window(self) -> int | None:
+        """The profile's context window, when known."""
+        return self._profile.context_window
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Send `request` with the profile's defaults and return the priced response."""
+        return self._priced(await self._inner.request(self._with_defaults(request)))
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream `request` with the profile's defaults; the final response is priced."""
+        if not self._profile.streaming:
+            yield ResponseDone(response=await self.request(request))
+            return
+        events = self._inner.stream(self._with_defaults(request))
+        try:
+            async for event in events:
+                if isinstance(event, ResponseDone):
+                    yield ResponseDone(response=self._priced(event.response))
+                else:
+                    yield event
+        finally:
+            if isinstance(events, AsyncGenerator):
+                await events.aclose()
+
+    async def aclose(self) -> None:
+        """Close the inner model, if it holds connections."""
+        closer: Callable[[], Any] | None = getattr(self._inner, "aclose", None)
+        if closer is not None:
+            await closer()
+
+    def _with_defaults(self, request: ModelRequest) -> ModelRequest:
+        settings = merge_settings(self._defaults, request.settings)
+        return dataclasses.replace(request, settings=settings)
+
+    def _priced(self, response: ModelResponse) -> ModelResponse:
+        prices = self._profile.prices
+        if prices.free:
+            return response
+        usage = dataclasses.replace(response.usage, cost_usd=prices.cost(response.usage))
+        return dataclasses.replace(response, usage=usage)

@@ -1,0 +1,90 @@
+"""Reasoning before the answer: `<think>...</think>` and the like.
+
+Reasoning starts at an opening tag at the very start of the reply, or at the start itself
+when the prompt already opened it (`thinking_forced_open`). It ends at the closing tag. When
+the closing tag never comes, the first call marker ends it: models such as Kimi K2 and
+Qwen 3.5 call tools straight out of unclosed reasoning. Calls written before a closing tag
+are part of the reasoning and never run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Literal
+
+from harness.gateway.textcalls._scan import find_first, settled_end
+
+__all__ = ["THINK", "THINK_TAGS", "TagPair", "opening", "settled_reasoning", "split_reasoning"]
+
+TagPair = tuple[str, str]
+"""An opening and a closing tag."""
+
+THINK: Final[TagPair] = ("<think>", "</think>")
+THINK_TAGS: Final[tuple[TagPair, ...]] = (
+    THINK,
+    ("[THINK]", "[/THINK]"),  # Magistral
+    ("<|START_THINKING|>", "<|END_THINKING|>"),  # Command R7B
+)
+"""Reasoning tags of every family; all formats accept all of them, so that `auto` and the
+format it picks always agree on where reasoning ends."""
+
+
+def opening(
+    text: str, tags: Sequence[TagPair], forced_open: bool
+) -> tuple[int, tuple[str, ...]] | Literal["undecided"] | None:
+    """Where reasoning starts, and the closing tags that may end it.
+
+    `None` when the reply has no reasoning; `"undecided"` while it is too short to tell.
+    Reasoning opened by the prompt ends at whichever closing tag comes first.
+    """
+    if not tags:
+        return None
+    lead = len(text) - len(text.lstrip())
+    head = text[lead:]
+    for start_tag, end_tag in tags:
+        if head.startswith(start_tag):
+            return lead + len(start_tag), (end_tag,)
+    if any(start_tag.startswith(head) for start_tag, _ in tags):
+        return "undecided"
+    return (0, tuple(end_tag for _, end_tag in tags)) if forced_open else None
+
+
+def split_reasoning(
+    text: str, tags: Sequence[TagPair], *, forced_open: bool, markers: Sequence[str]
+) -> tuple[str, str]:
+    """The reasoning text (raw) and the rest of a whole reply."""
+    opened = opening(text, tags, forced_open)
+    if opened == "undecided":  # the whole reply is a fragment of an opening tag, or empty
+        opened = (0, tuple(end_tag for _, end_tag in tags)) if forced_open else None
+    if opened is None:
+        return "", text
+    start, closers = opened
+    closed = find_first(text, closers, start)
+    if closed is not None:
+        return text[start : closed[0]], text[closed[0] + len(closed[1]) :]
+    found = find_first(text, markers, start)
+    if found is not None:
+        return text[start : found[0]], text[found[0] :]
+    return text[start:], ""
+
+
+def settled_reasoning(
+    text: str, tags: Sequence[TagPair], *, forced_open: bool, markers: Sequence[str]
+) -> tuple[str, int | None]:
+    """For a reply still arriving: the reasoning that will not change, and where the rest starts.
+
+    The start is `None` while the reasoning may still go on.
+    """
+    opened = opening(text, tags, forced_open)
+    if opened == "undecided":
+        return "", None
+    if opened is None:
+        return "", 0
+    start, closers = opened
+    closed = find_first(text, closers, start)
+    if closed is not None:
+        return text[start : closed[0]], closed[0] + len(closed[1])
+    found = find_first(text, markers, start)
+    if found is not None:  # ends here, unless a closing tag follows after the call
+        return text[start : found[0]], None
+    return text[start : settled_end(text, [*closers, *markers], start)], None

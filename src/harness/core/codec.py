@@ -6,8 +6,9 @@ in `_READABLE`, so logs written by older releases keep replaying.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final, cast
+
+import orjson
 
 from harness.core.events import EVENT_TYPES, EventType, RunEvent
 from harness.core.messages import Message, Role, ToolCall
@@ -124,12 +125,12 @@ def usage_from_dict(data: dict[str, Any]) -> Usage:
 
 def dumps(data: dict[str, Any]) -> str:
     """Compact JSON, UTF-8 kept readable."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def loads(text: str) -> dict[str, Any]:
     """Parse one JSON object."""
-    value = json.loads(text)
+    value = orjson.loads(text)
     if not isinstance(value, dict):
         raise CodecError("expected a JSON object")
     return cast(dict[str, Any], value)

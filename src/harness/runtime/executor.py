@@ -244,15 +244,15 @@ class RunExecutor:
             if result is None:  # a finished run needs no lease; any other is handed back
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._store.release(self._owner, [record.run_id]))
-            if self._adopt or any(run_id not in self._handles for run_id in self.own):
-                self.wake()  # room for a run that waits
+            self.wake()  # room for a run that waits
 
     async def _execute_claimed(
         self, record: RunRecord, handle: RunHandle, messages: list[Message] | None
     ) -> RunResult | None:
         run_id = record.run_id
         agent = self._agents.get(record.agent) or agent_from_metadata(record.metadata["agent"])
-        started = await self._start(record)
+        # A run launched by our own submit was created RUNNING; any other is moved there.
+        started = [] if messages is not None else await self._start(record)
         if started is None:
             return None
         self._publish(started)

@@ -22,6 +22,7 @@ from harness.core.results import RunResult
 from harness.errors import RunInterrupted
 from harness.runtime.bus import EventBus
 from harness.runtime.resources import AgentResources
+from harness.runtime.results import StoredResults
 from harness.runtime.runs import RunHandle, agent_from_metadata
 from harness.runtime.sink import StoreSink
 from harness.store.protocol import (
@@ -273,6 +274,7 @@ class RunExecutor:
             stream=agent.name in self.streaming,
             approver=self._approver or handle.wait_for_decision,
             audit=self._audit or sink,
+            results=StoredResults(self._store, sink),
         )
         fresh = messages is not None and record.last_seq <= 1
         history = messages if messages is not None else await self._store.messages(run_id)

@@ -156,3 +156,42 @@ async def test_a_pause_during_a_model_call_lets_the_step_finish_first(tmp_path: 
     assert result.output == "done"
     assert ran == ["a"]
     assert [m.content for m in result.messages if m.role == "tool"] == ["noted"]
+
+
+@tool(side_effects="none")
+def long_log() -> str:
+    """Print a long log."""
+    return "".join(f"line {n:05d}\n" for n in range(2000))
+
+
+async def test_a_cut_result_stays_pageable_after_its_process_went_away(tmp_path: Path) -> None:
+    """The full text of a cut result commits with its step; the next owner pages it."""
+    entered = asyncio.Event()
+
+    async def first_model(request: ModelRequest) -> Message:
+        if request.messages[-1].role == "user":
+            return reply(None, call("long_log", {}, id="log1"))
+        entered.set()
+        await asyncio.Event().wait()  # stuck until its process goes away
+        raise AssertionError("unreachable")
+
+    def second_model(request: ModelRequest) -> Message:
+        last = request.messages[-1]
+        if last.tool_call_id == "log1":
+            return reply(None, call("read_result", {"call_id": "log1", "offset": 11_000}))
+        return reply(last.content or "")
+
+    first_agent = Agent(name="reader", model=FunctionModel(first_model), tools=[long_log])
+    first = Harness(Settings(home=tmp_path), lease_s=1.0)
+    await first.open()
+    run_id = await first.submit(first_agent, "read the log")
+    await entered.wait()
+    await first.aclose()
+
+    second_agent = Agent(name="reader", model=FunctionModel(second_model), tools=[long_log])
+    async with Harness(Settings(home=tmp_path), agents=(second_agent,), lease_s=1.0) as second:
+        result = await second.wait(run_id, timeout=20)
+    full = long_log.function()
+    assert result.output is not None
+    assert result.output.endswith(full[11_000:14_000])
+    assert "of 22,000" in result.output

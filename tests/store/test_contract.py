@@ -385,6 +385,27 @@ async def test_a_step_key_writes_once(store: EventStore) -> None:
     assert await step(store, "run_1", ev(), key="empty") == []
 
 
+async def test_writes_committed_together_see_each_others_rows(store: EventStore) -> None:
+    """Steps of one group commit: a repeated key finds the events its twin just wrote."""
+    await new_run(store)
+    await new_run(store, "run_2")
+
+    def keyed(run_id: str, text: str) -> StepWrite:
+        return StepWrite(run_id=run_id, events=[ev(), ev()], messages=[Message.user(text)], key="k")
+
+    first, twin, other = await asyncio.gather(
+        store.append(keyed("run_1", "a")),
+        store.append(keyed("run_1", "b")),
+        store.append(keyed("run_2", "c")),
+    )
+    assert twin == first
+    assert [e.seq for e in first] == [1, 2]
+    assert await seqs(store, "run_1") == [1, 2]
+    assert await store.messages("run_1") == [Message.user("a")]
+    assert await store.messages("run_2") == [Message.user("c")]
+    assert [e.seq for e in other] == [1, 2]
+
+
 # Messages
 
 

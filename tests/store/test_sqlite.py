@@ -142,3 +142,17 @@ def test_sqlite_users_never_load_psycopg(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.split() == ["False", "False"]
+
+
+async def test_the_wal_is_checkpointed_by_the_stores_own_thread(tmp_path: Path) -> None:
+    """Commits never checkpoint (autocheckpoint is off); the store's thread copies the WAL
+    back into the database once it has grown past a few MiB."""
+    path = tmp_path / "harness.db"
+    async with SQLiteStore(path) as store:
+        await store.create_run(NewRun(run_id="run_1", agent="ops"))
+        for n in range(12):  # about 6 MiB of results in the WAL
+            await store.append(StepWrite(run_id="run_1", blobs={f"b{n}": "x" * (512 << 10)}))
+        deadline = time.monotonic() + 30
+        while path.stat().st_size < 4 << 20 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert path.stat().st_size >= 4 << 20, "the WAL was never copied into the database"

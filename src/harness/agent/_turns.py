@@ -177,17 +177,13 @@ class ActiveRun:
             return
         answered = {m.tool_call_id for m in self._messages if m.role == "tool"}
         pending = tuple(c for c in last.tool_calls if c.id not in answered)
-        rerun = tuple(c for c in pending if c.id in not_started or self._safe_to_repeat(c))
+        rerun = tuple(c for c in pending if c.id in not_started or self._runner.repeatable(c))
         ran = await self._runner.run(self._steps, rerun, self._spec.limits)
         outcomes = {o.call.id: o for o in ran}
         for call in pending:
             outcome = outcomes.get(call.id)
             self.append(outcome.message if outcome else _unknown_outcome(call))
         await self._sink.checkpoint()
-
-    def _safe_to_repeat(self, call: ToolCall) -> bool:
-        spec = self._toolset.get(call.name)
-        return spec is None or spec.side_effects in ("none", "idempotent")
 
     async def _tool_round(self, message: Message) -> Turn:
         if message.content:

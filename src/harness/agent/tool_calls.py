@@ -74,9 +74,11 @@ class ToolCallRunner:
                 tool=call.name,
                 arguments=summarize(call.arguments),
             )
-        # The assistant message and tool_started are durable before anything runs, so a
-        # crash from here on leaves a record that these calls may have started.
-        await self._checkpoint()
+        # Before a call with effects runs, the assistant message and tool_started are
+        # durable, so a crash from here on leaves a record that it may have started. Calls
+        # that are safe to repeat skip that commit: after a crash the step is simply redone.
+        if not all(self.repeatable(call) for call in calls):
+            await self._checkpoint()
         invalid: list[ToolOutcome | None] = []
         verdicts: list[_Verdict] = []
         for call in calls:
@@ -107,6 +109,11 @@ class ToolCallRunner:
             )
             self._record(outcome, verdict)
         return list(outcomes)
+
+    def repeatable(self, call: ToolCall) -> bool:
+        """Whether running `call` twice is harmless (an unknown tool runs nothing at all)."""
+        spec = self._toolset.get(call.name)
+        return spec is None or spec.side_effects in ("none", "idempotent")
 
     async def _verdict(self, step: int, call: ToolCall, policy: PolicyDecision) -> _Verdict:
         if policy.decision == "auto":

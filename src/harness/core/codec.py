@@ -7,8 +7,9 @@ in `_READABLE`, so logs written by older releases keep replaying.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any, Final, cast
+
+import orjson
 
 from harness.core.events import EVENT_TYPES, EventType, RunEvent
 from harness.core.messages import Message, Role, ToolCall
@@ -186,12 +187,12 @@ def _plain(value: Any) -> Any:
 
 def dumps(data: dict[str, Any]) -> str:
     """Compact JSON, UTF-8 kept readable."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def loads(text: str) -> dict[str, Any]:
     """Parse one JSON object."""
-    value = json.loads(text)
+    value = orjson.loads(text)
     if not isinstance(value, dict):
         raise CodecError("expected a JSON object")
     return cast(dict[str, Any], value)

@@ -22,6 +22,7 @@ from harness.core.results import RunResult
 from harness.errors import RunInterrupted
 from harness.runtime.bus import EventBus
 from harness.runtime.resources import AgentResources
+from harness.runtime.results import StoredResults
 from harness.runtime.runs import RunHandle, agent_from_metadata
 from harness.runtime.sink import StoreSink
 from harness.store.protocol import (
@@ -244,15 +245,15 @@ class RunExecutor:
             if result is None:  # a finished run needs no lease; any other is handed back
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._store.release(self._owner, [record.run_id]))
-            if self._adopt or any(run_id not in self._handles for run_id in self.own):
-                self.wake()  # room for a run that waits
+            self.wake()  # room for a run that waits
 
     async def _execute_claimed(
         self, record: RunRecord, handle: RunHandle, messages: list[Message] | None
     ) -> RunResult | None:
         run_id = record.run_id
         agent = self._agents.get(record.agent) or agent_from_metadata(record.metadata["agent"])
-        started = await self._start(record)
+        # A run launched by our own submit was created RUNNING; any other is moved there.
+        started = [] if messages is not None else await self._start(record)
         if started is None:
             return None
         self._publish(started)
@@ -273,6 +274,7 @@ class RunExecutor:
             stream=agent.name in self.streaming,
             approver=self._approver or handle.wait_for_decision,
             audit=self._audit or sink,
+            results=StoredResults(self._store, sink),
         )
         fresh = messages is not None and record.last_seq <= 1
         history = messages if messages is not None else await self._store.messages(run_id)

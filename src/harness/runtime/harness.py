@@ -161,22 +161,26 @@ class Harness:
             RunQueueFull: The queue of pending runs is at its bound.
         """
         _, max_queue, _, lease_s = self._limits
-        pending = await self.store.count_runs("PENDING")
-        if pending >= max_queue:
-            raise RunQueueFull(
-                f"{pending} runs are already waiting (max_queue={max_queue}); "
-                "submit later, or raise max_queue / the concurrency limits"
-            )
+        model = agent.model if isinstance(agent.model, str) else agent.model.name
+        # A run this process can start now never waits in the queue: it skips the bound,
+        # and is created RUNNING, leased to us.
+        local = self._executor is not None and self._executor.has_room(model)
+        if not local:
+            pending = await self.store.count_runs("PENDING")
+            if pending >= max_queue:
+                raise RunQueueFull(
+                    f"{pending} runs are already waiting (max_queue={max_queue}); "
+                    "submit later, or raise max_queue / the concurrency limits"
+                )
         self.register(agent)
         run_id = new_id("run")
         messages = history or [Message.system(agent.instructions), Message.user(task)]
         portable = agent_metadata(agent)
         metadata = {"agent": portable} if portable else {}
-        model = agent.model if isinstance(agent.model, str) else agent.model.name
         self._finished[run_id] = asyncio.Event()
-        local = self._executor is not None and self._executor.has_room(model)
         created = await self.store.create_run(
             NewRun(
+                state="RUNNING" if local else "PENDING",
                 owner=self.owner if local else None,
                 lease_s=lease_s if local else None,
                 run_id=run_id,
@@ -199,7 +203,8 @@ class Harness:
         if self._executor is not None:
             self._executor.own.add(run_id)
             if local:  # already leased to us: start it without a trip through the queue
-                self._executor.launch(_new_record(created, agent, task, model), messages)
+                record = _new_record(created, agent, task, model, owner=self.owner)
+                self._executor.launch(record, messages)
             else:
                 self._executor.wake()
         return run_id
@@ -431,26 +436,28 @@ class Harness:
                 finished.set()
 
 
-def _new_record(created: list[RunEvent], agent: AgentSpec, task: str, model: str) -> RunRecord:
-    """The record of a run just created leased to us, without reading it back."""
+def _new_record(
+    created: list[RunEvent], agent: AgentSpec, task: str, model: str, *, owner: str
+) -> RunRecord:
+    """The record of a run just created RUNNING and leased to us, without reading it back."""
     now = created[-1].ts
     return RunRecord(
         run_id=created[-1].run_id,
         agent=agent.name,
-        state="PENDING",
+        state="RUNNING",
         task=task,
         parent_run_id=None,
         model=model,
         priority=0,
         created_at=now,
         updated_at=now,
-        started_at=None,
+        started_at=now,
         finished_at=None,
         usage=Usage(),
         result=None,
         termination=None,
         error=None,
-        owner=None,
+        owner=owner,
         lease_expires_at=None,
         metadata={},
         last_seq=created[-1].seq,

@@ -60,6 +60,7 @@ class StoreSink:
         self._events: list[NewEvent] = []
         self._messages: list[Message] = []
         self._audit: list[dict[str, Any]] = []
+        self._blobs: dict[str, str] = {}
         self._state: str | None = None
         self._pause_requested = pause_requested
         self.usage = usage or Usage()
@@ -93,6 +94,10 @@ class StoreSink:
         """Keep one audit record; it commits with the step (the sink is an `AuditLog`)."""
         self._audit.append(json.loads(entry.to_json()))
 
+    def blob(self, key: str, text: str) -> None:
+        """Keep one large text (a full tool result) for the next commit."""
+        self._blobs[key] = text
+
     def message(self, message: Message) -> None:
         """Keep one message for the next commit."""
         self._messages.append(message)
@@ -109,23 +114,29 @@ class StoreSink:
 
     async def flush(self, update: RunUpdate | None = None) -> None:
         """Commit everything kept so far, with `update` to the run's row."""
-        if not (self._events or self._messages or update or self._state or self._audit):
+        kept = self._events or self._messages or self._audit or self._blobs
+        if not (kept or update or self._state):
             return
         if update is None and (self._state or self._usage_changed):
             update = RunUpdate(state=self._state, usage=self.usage)
         events, messages, audit = list(self._events), list(self._messages), list(self._audit)
+        blobs = dict(self._blobs)
         written = await self._store.append(
             StepWrite(
                 run_id=self.run_id,
                 events=events,
                 messages=messages,
                 audit=audit,
+                blobs=blobs,
                 update=update,
                 owner=self._owner,
             )
         )
         # Cleared only once committed: a failed write keeps the step for the next try.
         del self._events[: len(events)], self._messages[: len(messages)], self._audit[: len(audit)]
+        for key in blobs:
+            if self._blobs.get(key) is blobs[key]:
+                del self._blobs[key]
         self._state = None
         self._usage_changed = False
         if written and not self._events:

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from harness.store._sql import Db, Driver
+from harness.store._sql import Batch, Db, Driver
 from harness.store.errors import StoreError
 
 __all__ = ["Readers", "Writer"]
@@ -132,8 +132,12 @@ class Writer:
         db = self._db
         db.execute(self._driver.dialect.begin)
         try:
-            run = self._isolated if isolate else self._shared
-            outcomes = [run(db, request.op) for request in batch]
+            if isolate:
+                outcomes = [self._isolated(db, request.op) for request in batch]
+            else:
+                shared = Batch(db)
+                outcomes = [self._shared(shared, request.op) for request in batch]
+                self._shared(shared, lambda _: shared.flush())
             try:
                 db.execute("COMMIT")
             except Exception as exc:

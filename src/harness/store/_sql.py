@@ -6,13 +6,14 @@ and PostgreSQL modules adapt their driver to it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from harness.store.errors import StoreError
 
-__all__ = ["Db", "Dialect", "Driver", "Row", "insert_rows", "marks"]
+__all__ = ["Batch", "Db", "Dialect", "Driver", "Row", "insert_rows", "marks"]
 
 Row = tuple[Any, ...]
 _ROWS_PER_INSERT: Final = 100
@@ -85,8 +86,63 @@ def insert_rows(db: Db, head: str, rows: Sequence[Sequence[object]], tail: str =
     """`head VALUES (…), (…) tail` for every row, a hundred rows per statement.
 
     One multi-row INSERT costs one round trip, where psycopg's `executemany` costs several.
+    On a `Batch`, plain inserts (no `tail`) wait to be sent together with other writes'.
     """
+    if isinstance(db, Batch) and not tail:
+        db.defer(head, rows)
+        return
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start : start + _ROWS_PER_INSERT]
         values = ", ".join([f"({marks(len(chunk[0]))})"] * len(chunk))
         db.execute(f"{head} VALUES {values}{tail}", [value for row in chunk for value in row])
+
+
+class Batch:
+    """The connection of a group commit: the inserts of all its writes go out together.
+
+    Rows wait until `flush` (before COMMIT), or until a statement names the table they go
+    to, so that every statement still sees every row written before it.
+
+    Args:
+        db: The transaction's connection.
+    """
+
+    def __init__(self, db: Db) -> None:
+        self._db = db
+        self._pending: dict[str, list[Sequence[object]]] = {}
+        self._tables: dict[str, re.Pattern[str]] = {}
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> None:
+        """Run one statement, after the rows it could read."""
+        self._flush_for(sql)
+        self._db.execute(sql, params)
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
+        """Run one statement, after the rows it could read, and return its rows."""
+        self._flush_for(sql)
+        return self._db.query(sql, params)
+
+    def usable(self) -> bool:
+        """Whether the connection still works."""
+        return self._db.usable()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def defer(self, head: str, rows: Sequence[Sequence[object]]) -> None:
+        """Keep `rows` for `head` (`INSERT INTO table (columns)`) until the next flush."""
+        if head not in self._tables:
+            table = head.split()[2]
+            self._tables[head] = re.compile(rf"\b{re.escape(table)}\b", re.IGNORECASE)
+        self._pending.setdefault(head, []).extend(rows)
+
+    def flush(self) -> None:
+        """Send every waiting row."""
+        pending, self._pending = self._pending, {}
+        for head, rows in pending.items():
+            insert_rows(self._db, head, rows)
+
+    def _flush_for(self, sql: str) -> None:
+        if self._pending and any(self._tables[head].search(sql) for head in self._pending):
+            self.flush()

@@ -132,7 +132,7 @@ def transition(
 def record_audit(db: Db, run_id: str, record: Mapping[str, Any], now: float) -> None:
     """Insert one audit record."""
     body = wrap(record, f"an audit record of run {run_id}")
-    db.execute("INSERT INTO audit (run_id, ts, body) VALUES (?, ?, ?)", (run_id, now, body))
+    insert_rows(db, "INSERT INTO audit (run_id, ts, body)", [(run_id, now, body)])
 
 
 def _lock(db: Db, d: Dialect, run_id: str) -> None:

@@ -1,14 +1,19 @@
 """The embedded store: one SQLite file in WAL mode (the only module that imports `sqlite3`).
 
 WAL lets readers work while the writer commits; `synchronous=NORMAL` makes a commit cost
-no fsync (a power cut may lose the last commits, never corrupt the file). Several
+no fsync (a power cut may lose the last commits, never corrupt the file). Checkpoints
+(copying the WAL back into the database, with an fsync) run on a thread of their own
+rather than inside a commit, so that no step waits for one. Several
 processes may open the same file: SQLite serializes their writes, and a writer waits up
 to `busy_timeout_s` for another to finish before it reports the database locked.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sqlite3
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +38,8 @@ _DIALECT: Final = Dialect(
     lock_schema=None,
 )
 _MIN_VERSION: Final = (3, 35, 0)  # RETURNING
+_CHECKPOINT_EVERY_S: Final = 0.25
+_CHECKPOINT_BYTES: Final = 4 << 20  # about SQLite's own threshold of 1000 pages
 
 
 class SQLiteStore(SqlStore):
@@ -64,10 +71,58 @@ class SQLiteStore(SqlStore):
                 "one database, so give a file path (e.g. HARNESS_HOME/harness.db)"
             )
         driver = _SQLiteDriver(self.path, busy_timeout_s, synchronous)
+        self._sqlite = driver
+        self._checkpointer: _Checkpointer | None = None
         super().__init__(driver, clock=clock, max_batch=max_batch, readers=readers)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
+
+    async def open(self) -> None:
+        """Connect, bring the schema up to date and start checkpointing; see `SqlStore.open`."""
+        await super().open()
+        if self._checkpointer is None:
+            self._checkpointer = _Checkpointer(self._sqlite)
+
+    async def close(self) -> None:
+        """Stop checkpointing, then close as `SqlStore.close` does."""
+        checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:
+            await asyncio.to_thread(checkpointer.stop)
+        await super().close()
+
+
+class _Checkpointer:
+    """A thread that checkpoints the WAL once it has grown, off every commit's path."""
+
+    def __init__(self, driver: _SQLiteDriver) -> None:
+        self._driver = driver
+        self._wal = driver.path.with_name(driver.path.name + "-wal")
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(
+            target=self._main, name="harness-store-checkpoint", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join()
+
+    def _main(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            while not self._stopping.wait(_CHECKPOINT_EVERY_S):
+                try:
+                    if os.stat(self._wal).st_size < _CHECKPOINT_BYTES:
+                        continue
+                    if conn is None:
+                        conn = self._driver.open_connection()
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except (OSError, sqlite3.Error):
+                    continue  # no WAL yet, or busy: the next round tries again
+        finally:
+            if conn is not None:
+                conn.close()
 
 
 class _SQLiteDb:
@@ -105,6 +160,10 @@ class _SQLiteDriver:
                 f"SQLite {sqlite3.sqlite_version} is too old for the store: it needs 3.35 "
                 "or newer (Debian 12 ships 3.40)"
             )
+        return _SQLiteDb(self.open_connection())
+
+    def open_connection(self) -> sqlite3.Connection:
+        """A connection in WAL mode that leaves checkpoints to the store's own thread."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(
             self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
@@ -113,10 +172,11 @@ class _SQLiteDriver:
             self._enter_wal(conn)
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
         except BaseException:
             conn.close()
             raise
-        return _SQLiteDb(conn)
+        return conn
 
     def _enter_wal(self, conn: sqlite3.Connection) -> None:
         """Switch to WAL; on a new file several openers race, and SQLite answers BUSY at once.

@@ -14,10 +14,10 @@ class ResultStore(Protocol):
     """Keeps the full text of tool results that the model saw only in part."""
 
     def save(self, run_id: str, call_id: str, text: str) -> None:
-        """Keep the full result of one call."""
+        """Keep the full result of one call (durable stores keep it with the step)."""
         ...
 
-    def load(self, run_id: str, call_id: str) -> str | None:
+    async def load(self, run_id: str, call_id: str) -> str | None:
         """The full result of one call, or `None` if none was kept."""
         ...
 
@@ -32,7 +32,7 @@ class MemoryResultStore:
         """Keep the full result of one call."""
         self._results[run_id, call_id] = text
 
-    def load(self, run_id: str, call_id: str) -> str | None:
+    async def load(self, run_id: str, call_id: str) -> str | None:
         """The full result of one call, or `None` if none was kept."""
         return self._results.get((run_id, call_id))
 

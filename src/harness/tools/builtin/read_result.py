@@ -16,7 +16,7 @@ PAGE_CHARS = 3000
 """Characters returned per page unless the model asks for fewer."""
 
 
-def _read_result(
+async def _read_result(
     context: ToolContext,
     call_id: Annotated[str, "The id of the call whose result was cut."],
     offset: Annotated[int, "Character position to start at (0 or more)."] = 0,
@@ -27,7 +27,7 @@ def _read_result(
     Use it when a result ends with a note saying how many characters it has.
     """
     length = max(1, min(length, PAGE_CHARS))
-    text = context.results.load(context.run_id, call_id)
+    text = await context.results.load(context.run_id, call_id)
     if text is None:
         raise ToolError(
             f"No stored result for call_id {call_id!r} in this run.",

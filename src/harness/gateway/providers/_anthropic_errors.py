@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
 
 from harness.errors import (
     ContextOverflowError,
@@ -25,6 +24,7 @@ from harness.errors import (
     ModelStreamError,
 )
 from harness.gateway.providers._openai_errors import is_context_overflow, parse_retry_after
+from harness.gateway.providers._values import as_dict, flat_excerpt
 
 __all__ = ["status_error", "stream_error"]
 
@@ -148,25 +148,16 @@ def _detail(body_text: str, header_request_id: str | None) -> _Detail:
     try:
         parsed: object = json.loads(body_text)
     except ValueError:
-        return _Detail(_excerpt(body_text) or "(empty body)", None, header_request_id)
-    fields = _as_dict(parsed)
+        return _Detail(flat_excerpt(body_text) or "(empty body)", None, header_request_id)
+    fields = as_dict(parsed)
     error: object = fields.get("error", parsed)
     request_id = fields.get("request_id") or header_request_id
     request_id = request_id if isinstance(request_id, str) else None
     if isinstance(error, str) and error:
-        return _Detail(_excerpt(error), None, request_id)
-    details = _as_dict(error)
+        return _Detail(flat_excerpt(error), None, request_id)
+    details = as_dict(error)
     message = details.get("message")
     if not isinstance(message, str) or not message:
-        message = _excerpt(body_text) or "(empty body)"
+        message = flat_excerpt(body_text) or "(empty body)"
     kind = details.get("type")
     return _Detail(message, kind if isinstance(kind, str) else None, request_id)
-
-
-def _as_dict(value: object) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
-
-
-def _excerpt(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "…"

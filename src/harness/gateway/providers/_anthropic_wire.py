@@ -34,6 +34,7 @@ from harness.gateway.model import (
     TextDelta,
     ToolCallDelta,
 )
+from harness.gateway.providers._values import JSON, as_dict, as_int, as_list, as_text, json_excerpt
 
 __all__ = [
     "PROVIDER_KEY",
@@ -43,7 +44,6 @@ __all__ = [
     "request_params",
 ]
 
-JSON = dict[str, Any]
 
 PROVIDER_KEY = "anthropic"
 """Key of `Message.provider_data` holding what must go back to the API unchanged."""
@@ -104,7 +104,7 @@ def _blocks(message: Message) -> list[JSON]:
 
 
 def _tool_result(message: Message) -> JSON:
-    replay = _as_dict((message.provider_data or {}).get(PROVIDER_KEY))
+    replay = as_dict((message.provider_data or {}).get(PROVIDER_KEY))
     return {
         "type": "tool_result",
         "tool_use_id": message.tool_call_id or "",
@@ -120,9 +120,9 @@ def assistant_blocks(message: Message) -> list[JSON]:
     When the text or the tool calls were changed since, the kept blocks that harness has no
     field for come first, then the text, then the calls.
     """
-    replay = _as_dict((message.provider_data or {}).get(PROVIDER_KEY))
-    layout = [_as_dict(b) for b in _as_list(replay.get("content"))]
-    chars = [c for c in _as_list(replay.get("text_chars")) if isinstance(c, int)]
+    replay = as_dict((message.provider_data or {}).get(PROVIDER_KEY))
+    layout = [as_dict(b) for b in as_list(replay.get("content"))]
+    chars = [c for c in as_list(replay.get("text_chars")) if isinstance(c, int)]
     blocks = _fill(layout, chars, message)
     if blocks is None:
         kept = [dict(b) for b in layout if b.get("type") not in ("text", "tool_use")]
@@ -235,7 +235,7 @@ def parse_message(body: JSON, *, request_id: str | None) -> ModelResponse:
         ValueError: The body is not a message.
     """
     if not isinstance(body.get("content"), list):
-        raise ValueError(f"the answer has no content list: {_excerpt(body)}")
+        raise ValueError(f"the answer has no content list: {json_excerpt(body)}")
     assembler = MessageAssembler()
     for event in _as_events(body):
         for _ in assembler.add_event(event):
@@ -247,11 +247,11 @@ def _as_events(body: JSON) -> Iterator[JSON]:
     """The stream events a whole message would have been sent as."""
     head = {k: v for k, v in body.items() if k not in ("content", "stop_reason", "usage")}
     yield {"type": "message_start", "message": {**head, "content": []}}
-    for index, block in enumerate(_as_list(body.get("content"))):
+    for index, block in enumerate(as_list(body.get("content"))):
         yield {"type": "content_block_start", "index": index, "content_block": block}
         yield {"type": "content_block_stop", "index": index}
     delta = {k: body.get(k) for k in ("stop_reason", "stop_sequence", "stop_details")}
-    yield {"type": "message_delta", "delta": delta, "usage": _as_dict(body.get("usage"))}
+    yield {"type": "message_delta", "delta": delta, "usage": as_dict(body.get("usage"))}
 
 
 @dataclass
@@ -293,7 +293,7 @@ class MessageAssembler:
         """Take in one stream event; yield the deltas it carries."""
         kind = event.get("type")
         if kind == "message_start":
-            self._start(_as_dict(event.get("message")))
+            self._start(as_dict(event.get("message")))
         elif kind == "content_block_start":
             yield from self._start_block(event)
         elif kind == "content_block_delta":
@@ -308,41 +308,41 @@ class MessageAssembler:
         self.saw_start = True
         if isinstance(model := message.get("model"), str) and model:
             self._model = model
-        self._merge_usage(_as_dict(message.get("usage")))
+        self._merge_usage(as_dict(message.get("usage")))
 
     def _start_block(self, event: JSON) -> Iterator[StreamEvent]:
-        data = dict(_as_dict(event.get("content_block")))
+        data = dict(as_dict(event.get("content_block")))
         block = _Block(data=data)
         self._blocks[_index(event)] = block
         if block.kind in ("text", "thinking"):
-            yield from self._add_text(block, _text(data.pop(block.kind, None)))
+            yield from self._add_text(block, as_text(data.pop(block.kind, None)))
         if block.kind == "tool_use":
             block.call_index, self._calls = self._calls, self._calls + 1
-            call_id, name = _text(data.get("id")) or None, _text(data.get("name")) or None
+            call_id, name = as_text(data.get("id")) or None, as_text(data.get("name")) or None
             yield ToolCallDelta(index=block.call_index, id=call_id, name=name)
 
     def _delta(self, event: JSON) -> Iterator[StreamEvent]:
         block = self._blocks.get(_index(event))
-        delta = _as_dict(event.get("delta"))
+        delta = as_dict(event.get("delta"))
         kind = delta.get("type")
         if block is None:
             return
         if kind == "text_delta":
-            yield from self._add_text(block, _text(delta.get("text")))
+            yield from self._add_text(block, as_text(delta.get("text")))
         elif kind == "thinking_delta":
-            yield from self._add_text(block, _text(delta.get("thinking")))
+            yield from self._add_text(block, as_text(delta.get("thinking")))
         elif kind == "signature_delta":
-            block.data["signature"] = _text(block.data.get("signature")) + _text(
+            block.data["signature"] = as_text(block.data.get("signature")) + as_text(
                 delta.get("signature")
             )
         elif kind == "input_json_delta":
-            piece = _text(delta.get("partial_json"))
+            piece = as_text(delta.get("partial_json"))
             block.parts.append(piece)
             block.saw_json = True
             if block.call_index is not None and piece:
                 yield ToolCallDelta(index=block.call_index, arguments=piece)
         elif kind == "citations_delta":
-            citations = _as_list(block.data.get("citations"))
+            citations = as_list(block.data.get("citations"))
             block.data["citations"] = [*citations, delta.get("citation")]
 
     def _add_text(self, block: _Block, piece: str) -> Iterator[StreamEvent]:
@@ -352,12 +352,12 @@ class MessageAssembler:
         yield TextDelta(text=piece) if block.kind == "text" else ReasoningDelta(text=piece)
 
     def _message_delta(self, event: JSON) -> None:
-        delta = _as_dict(event.get("delta"))
+        delta = as_dict(event.get("delta"))
         if isinstance(reason := delta.get("stop_reason"), str) and reason:
             self._stop_reason = reason
             self.saw_stop_reason = True
-        self._stop_details = _as_dict(delta.get("stop_details")) or self._stop_details
-        self._merge_usage(_as_dict(event.get("usage")))
+        self._stop_details = as_dict(delta.get("stop_details")) or self._stop_details
+        self._merge_usage(as_dict(event.get("usage")))
 
     def _merge_usage(self, usage: JSON) -> None:
         """Streams report cumulative counts: the last value of each one wins."""
@@ -413,10 +413,10 @@ def _call(block: _Block) -> ToolCall:
     """A client tool call: streamed arguments exactly as sent, a whole `input` as compact JSON."""
     arguments = "".join(block.parts)
     if not block.saw_json or not arguments:
-        given = _as_dict(block.data.get("input"))
+        given = as_dict(block.data.get("input"))
         arguments = json.dumps(given, ensure_ascii=False, separators=(",", ":")) if given else "{}"
     return ToolCall(
-        id=_text(block.data.get("id")), name=_text(block.data.get("name")), arguments=arguments
+        id=as_text(block.data.get("id")), name=as_text(block.data.get("name")), arguments=arguments
     )
 
 
@@ -463,14 +463,14 @@ def _joined(blocks: Sequence[_Block], kind: str) -> str | None:
 
 def _usage(raw: JSON) -> Usage:
     """Harness usage: input counts the uncached, cache-read and cache-written tokens."""
-    cache_read = _int(raw.get("cache_read_input_tokens"))
-    cache_write = _int(raw.get("cache_creation_input_tokens"))
-    details = _as_dict(raw.get("output_tokens_details"))
+    cache_read = as_int(raw.get("cache_read_input_tokens"))
+    cache_write = as_int(raw.get("cache_creation_input_tokens"))
+    details = as_dict(raw.get("output_tokens_details"))
     return Usage(
-        input_tokens=_int(raw.get("input_tokens")) + cache_read + cache_write,
-        output_tokens=_int(raw.get("output_tokens")),
+        input_tokens=as_int(raw.get("input_tokens")) + cache_read + cache_write,
+        output_tokens=as_int(raw.get("output_tokens")),
         cached_tokens=cache_read,
-        reasoning_tokens=_int(details.get("thinking_tokens")),
+        reasoning_tokens=as_int(details.get("thinking_tokens")),
         requests=1,
     )
 
@@ -480,25 +480,4 @@ def _count(layout: Sequence[JSON], kind: str) -> int:
 
 
 def _index(event: JSON) -> int:
-    return _int(event.get("index"))
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _as_dict(value: object) -> JSON:
-    return cast(JSON, value) if isinstance(value, dict) else {}
-
-
-def _as_list(value: object) -> list[Any]:
-    return cast("list[Any]", value) if isinstance(value, list) else []
-
-
-def _excerpt(value: object, limit: int = 200) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= limit else text[:limit] + "…"
+    return as_int(event.get("index"))

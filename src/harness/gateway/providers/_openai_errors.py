@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, cast
 
 from harness.errors import (
     ContextOverflowError,
@@ -26,6 +25,7 @@ from harness.errors import (
     ModelServerError,
     ModelStreamError,
 )
+from harness.gateway.providers._values import as_dict, flat_excerpt
 
 __all__ = ["is_context_overflow", "parse_retry_after", "status_error", "stream_error"]
 
@@ -93,7 +93,7 @@ def status_error(
 
 def stream_error(error: object, message: str, *, request_id: str | None) -> ModelStreamError:
     """The harness error for an `error` object received inside a 200 stream."""
-    fields = _as_dict(error)
+    fields = as_dict(error)
     code = next(
         (
             _as_status(fields.get(k))
@@ -185,23 +185,19 @@ def _detail(body_text: str) -> _Detail:
     try:
         parsed: object = json.loads(body_text)
     except ValueError:
-        return _Detail(_excerpt(body_text) or "(empty body)")
-    error: object = _as_dict(parsed).get("error", parsed)
+        return _Detail(flat_excerpt(body_text) or "(empty body)")
+    error: object = as_dict(parsed).get("error", parsed)
     if isinstance(error, str) and error:
-        return _Detail(_excerpt(error))
-    fields = _as_dict(error)
+        return _Detail(flat_excerpt(error))
+    fields = as_dict(error)
     if not fields:
-        return _Detail(_excerpt(body_text) or "(empty body)")
-    message = fields.get("message") or fields.get("detail") or _excerpt(body_text)
-    upstream = _as_dict(fields.get("metadata")).get("raw")
+        return _Detail(flat_excerpt(body_text) or "(empty body)")
+    message = fields.get("message") or fields.get("detail") or flat_excerpt(body_text)
+    upstream = as_dict(fields.get("metadata")).get("raw")
     if isinstance(upstream, str) and upstream:
         message = f"{message}: {upstream}"
     kind = fields.get("type") or fields.get("code")
     return _Detail(str(message), None if kind is None else str(kind))
-
-
-def _as_dict(value: object) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
 
 
 def _wait_in_text(message: str) -> float | None:
@@ -226,8 +222,3 @@ def _float(value: str | None) -> float | None:
     except ValueError:
         return None
     return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _excerpt(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "…"

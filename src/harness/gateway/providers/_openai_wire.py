@@ -11,7 +11,7 @@ import json
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from harness.core.messages import Message, ToolCall, ToolDefinition
 from harness.core.usage import Usage
@@ -26,10 +26,10 @@ from harness.gateway.model import (
     TextDelta,
     ToolCallDelta,
 )
+from harness.gateway.providers._values import JSON, as_dict, as_int, as_list, as_text, json_excerpt
 
 __all__ = ["StreamAssembler", "map_finish_reason", "parse_completion", "request_params"]
 
-JSON = dict[str, Any]
 
 _FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "stop",
@@ -64,13 +64,13 @@ def _message_to_wire(message: Message) -> JSON:
     wire: JSON = {"role": message.role}
     if message.content is not None or not message.tool_calls:
         wire["content"] = message.content or ""
-    replay = _as_dict((message.provider_data or {}).get(_PROVIDER_KEY))
+    replay = as_dict((message.provider_data or {}).get(_PROVIDER_KEY))
     if message.tool_calls:
-        call_extras = _as_dict(replay.get("tool_calls"))
+        call_extras = as_dict(replay.get("tool_calls"))
         wire["tool_calls"] = [
-            _call_to_wire(c, _as_dict(call_extras.get(c.id))) for c in message.tool_calls
+            _call_to_wire(c, as_dict(call_extras.get(c.id))) for c in message.tool_calls
         ]
-    wire.update(_as_dict(replay.get("message")))
+    wire.update(as_dict(replay.get("message")))
     return wire
 
 
@@ -122,13 +122,13 @@ def parse_completion(body: JSON, *, request_id: str | None) -> ModelResponse:
     Raises:
         ValueError: The body has no choice to read.
     """
-    choices = _as_list(body.get("choices"))
+    choices = as_list(body.get("choices"))
     if not choices:
-        raise ValueError(f"the completion has no choices: {_excerpt(body)}")
-    choice = next((c for c in choices if _as_dict(c).get("index", 0) == 0), choices[0])
-    choice = _as_dict(choice)
+        raise ValueError(f"the completion has no choices: {json_excerpt(body)}")
+    choice = next((c for c in choices if as_dict(c).get("index", 0) == 0), choices[0])
+    choice = as_dict(choice)
     assembler = StreamAssembler()
-    chunk = {**body, "choices": [{**choice, "index": 0, "delta": _as_dict(choice.get("message"))}]}
+    chunk = {**body, "choices": [{**choice, "index": 0, "delta": as_dict(choice.get("message"))}]}
     for _ in assembler.add_chunk(chunk):
         pass
     return assembler.finish(request_id=request_id)
@@ -161,17 +161,17 @@ class StreamAssembler:
         """Take in one chunk; yield the deltas it carries for choice 0."""
         self.saw_chunk = True
         if chunk.get("usage"):
-            self._usage = _as_dict(chunk["usage"])
+            self._usage = as_dict(chunk["usage"])
         if isinstance(model := chunk.get("model"), str) and model:
             self._model = model
-        for choice in map(_as_dict, _as_list(chunk.get("choices"))):
+        for choice in map(as_dict, as_list(chunk.get("choices"))):
             if choice.get("index", 0) in (0, None):
                 yield from self._add_choice(choice)
 
     def _add_choice(self, choice: JSON) -> Iterator[StreamEvent]:
         if isinstance(reason := choice.get("finish_reason"), str) and reason:
             self._finish = reason
-        delta = _as_dict(choice.get("delta"))
+        delta = as_dict(choice.get("delta"))
         text, thinking = _content_parts(delta.get("content"))
         reasoning = _first_text(delta.get("reasoning_content"), delta.get("reasoning")) or thinking
         if reasoning:
@@ -184,19 +184,19 @@ class StreamAssembler:
             self._refusal.append(refusal)
         if isinstance(extra := delta.get("extra_content"), dict):
             self._message_extra["extra_content"] = extra
-        calls = _as_list(delta.get("tool_calls"))
+        calls = as_list(delta.get("tool_calls"))
         if not calls and isinstance(delta.get("function_call"), dict):
             calls = [{"index": 0, "function": delta["function_call"]}]
         for position, call in enumerate(calls):
-            if event := self._add_call(_as_dict(call), position):
+            if event := self._add_call(as_dict(call), position):
                 yield event
 
     def _add_call(self, call: JSON, position: int) -> ToolCallDelta | None:
         index = call.get("index")
         index = index if isinstance(index, int) else position
         parts = self._calls.setdefault(index, _CallParts())
-        function = _as_dict(call.get("function"))
-        call_id, name = _text(call.get("id")), _text(function.get("name"))
+        function = as_dict(call.get("function"))
+        call_id, name = as_text(call.get("id")), as_text(function.get("name"))
         arguments = _arguments_text(function.get("arguments"))
         parts.id = call_id or parts.id
         parts.name = name or parts.name
@@ -265,13 +265,13 @@ def _finish_call(index: int, parts: _CallParts) -> tuple[ToolCall, JSON]:
 
 def _usage(raw: JSON | None) -> Usage:
     usage = raw or {}
-    prompt_details = _as_dict(usage.get("prompt_tokens_details"))
-    completion_details = _as_dict(usage.get("completion_tokens_details"))
+    prompt_details = as_dict(usage.get("prompt_tokens_details"))
+    completion_details = as_dict(usage.get("completion_tokens_details"))
     return Usage(
-        input_tokens=_int(usage.get("prompt_tokens")),
-        output_tokens=_int(usage.get("completion_tokens")),
-        cached_tokens=_int(prompt_details.get("cached_tokens")),
-        reasoning_tokens=_int(completion_details.get("reasoning_tokens")),
+        input_tokens=as_int(usage.get("prompt_tokens")),
+        output_tokens=as_int(usage.get("completion_tokens")),
+        cached_tokens=as_int(prompt_details.get("cached_tokens")),
+        reasoning_tokens=as_int(completion_details.get("reasoning_tokens")),
         requests=1,
     )
 
@@ -282,7 +282,7 @@ def _content_parts(content: object) -> tuple[str, str]:
         return content, ""
     text: list[str] = []
     thinking: list[str] = []
-    for part in map(_as_dict, _as_list(content)):
+    for part in map(as_dict, as_list(content)):
         if part.get("type") == "thinking":
             thinking.append(_content_parts(part.get("thinking"))[0])
         elif isinstance(part.get("text"), str):
@@ -298,24 +298,3 @@ def _arguments_text(value: object) -> str:
 
 def _first_text(*values: object) -> str:
     return next((v for v in values if isinstance(v, str) and v), "")
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _as_dict(value: object) -> JSON:
-    return cast(JSON, value) if isinstance(value, dict) else {}
-
-
-def _as_list(value: object) -> list[Any]:
-    return cast("list[Any]", value) if isinstance(value, list) else []
-
-
-def _excerpt(value: object, limit: int = 200) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= limit else text[:limit] + "…"

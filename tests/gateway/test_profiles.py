@@ -15,14 +15,17 @@ from harness.gateway.model import (
     ModelResponse,
     ModelSettings,
     ResponseDone,
+    ResponseFormat,
     StreamEvent,
     TextDelta,
 )
 from harness.gateway.pricing import Prices
-from harness.gateway.profiled import ProfiledModel, merge_settings
+from harness.gateway.profiled import ProfiledModel, find_profile, merge_settings
 from harness.gateway.profiles import (
     LOCAL_PROFILE,
+    ContextThresholds,
     ModelProfile,
+    build_model,
     check_profiles,
     resolve_profile,
     tool_call_formats,
@@ -146,6 +149,33 @@ async def test_the_profiled_model_keeps_the_inner_name_and_knows_its_window() ->
     assert (model.name, model.context_window, model.inner) == ("function", 8192, inner)
 
 
+async def test_a_profile_without_structured_output_drops_the_schema() -> None:
+    schema = ResponseFormat(name="r", schema={"type": "object"})
+    for supported in (True, False):
+        inner = answer(Usage())
+        profile = ModelProfile(name="p", structured_output=supported)
+        await ProfiledModel(inner, profile).request(
+            a_request(ModelSettings(response_format=schema))
+        )
+        assert inner.requests[-1].settings.response_format == (schema if supported else None)
+
+
+def test_the_profile_of_a_stack_is_found_through_its_wrappers() -> None:
+    main = ModelProfile(
+        name="main",
+        base_url="http://127.0.0.1:9/v1",
+        context_window=4096,
+        concurrency=2,
+        tool_calls="text:hermes",
+        fallbacks=("spare",),
+    )
+    spare = ModelProfile(name="spare", base_url="http://127.0.0.1:9/v1", context_window=128_000)
+    stack = build_model(main, {"spare": spare})
+    assert find_profile(stack) == main
+    assert find_profile(build_model(spare)) == spare
+    assert find_profile(answer(Usage())) is None
+
+
 # ── validation ────────────────────────────────────────────────────────────────
 
 
@@ -166,6 +196,18 @@ async def test_the_profiled_model_keeps_the_inner_name_and_knows_its_window() ->
         ({"prices": Prices(output=-1.0)}, "prices.output", "cannot be negative"),
         ({"prices": Prices(cached_input=-0.5)}, "prices.cached_input", "cannot be negative"),
         ({"tool_calls": "sometimes"}, "tool_calls", "unknown tool call mode 'sometimes'"),
+        ({"context": ContextThresholds(trim_at=0.0)}, "context.trim_at", "in (0, 1]"),
+        ({"context": ContextThresholds(stage_at=1.2)}, "context.stage_at", "in (0, 1]"),
+        (
+            {"context": ContextThresholds(summarize_at=0.9, stage_at=0.8)},
+            "context.stage_at",
+            "must not be below summarize_at (0.9)",
+        ),
+        (
+            {"context": ContextThresholds(keep_last_turns=0)},
+            "context.keep_last_turns",
+            "at least 1",
+        ),
     ],
 )
 def test_a_value_the_profile_cannot_use_names_the_key(

@@ -8,7 +8,7 @@ import pytest
 
 from harness.errors import ConfigError
 from harness.gateway.pricing import Prices
-from harness.gateway.profiles import LOCAL_PROFILE
+from harness.gateway.profiles import LOCAL_PROFILE, ContextThresholds
 from harness.runtime.settings import Settings, load_settings
 
 FULL = """
@@ -33,6 +33,8 @@ prices = { input = 0.15, output = 0.6, cached_input = 0.075 }
 tool_calls = "native"
 native_tools = true
 streaming = false
+structured_output = false
+context = { trim_at = 0.7, summarize_at = 0.85, stage_at = 0.97, keep_last_turns = 6 }
 """
 
 
@@ -74,6 +76,10 @@ def test_every_key_of_a_profile_is_read(tmp_path: Path) -> None:
     assert profile.fallbacks == ("local",)
     assert profile.prices == Prices(input=0.15, output=0.6, cached_input=0.075)
     assert (profile.tool_calls, profile.native_tools, profile.streaming) == ("native", True, False)
+    assert profile.structured_output is False
+    assert profile.context == ContextThresholds(
+        trim_at=0.7, summarize_at=0.85, stage_at=0.97, keep_last_turns=6
+    )
 
 
 def test_the_built_in_local_profile_is_always_there(tmp_path: Path) -> None:
@@ -235,3 +241,52 @@ def test_an_ambiguous_profile_name_is_refused(
     monkeypatch.setenv("HARNESS_MODELS__A_B__TIMEOUT_S", "5")
     message = error_of(tmp_path, '[models."a-b"]\nmodel = "x"\n[models."a.b"]\nmodel = "y"\n')
     assert "could be profile a-b or a.b" in message
+
+
+# ── context thresholds ────────────────────────────────────────────────────────
+
+
+def test_context_thresholds_may_be_given_in_part(tmp_path: Path) -> None:
+    text = "[models.local]\ncontext_window = 8192\n[models.local.context]\nkeep_last_turns = 2\n"
+    local = settings_with(tmp_path, text).profiles["local"]
+    assert local.context == ContextThresholds(keep_last_turns=2)
+    assert local.structured_output is True
+
+
+def test_the_environment_sets_one_context_threshold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_MODELS__FAST__CONTEXT__TRIM_AT", "0.65")
+    monkeypatch.setenv("HARNESS_MODELS__FAST__STRUCTURED_OUTPUT", "true")
+    fast = settings_with(tmp_path, FULL).profiles["fast"]
+    assert fast.context == ContextThresholds(
+        trim_at=0.65, summarize_at=0.85, stage_at=0.97, keep_last_turns=6
+    )
+    assert fast.structured_output is True
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "problem"),
+    [
+        ("context = { trim_at = 1.5 }", "models.m.context.trim_at", "less than or equal to 1"),
+        ("context = { keep_last_turns = 0 }", "models.m.context.keep_last_turns", "greater"),
+        ("context = { stage = 0.9 }", "models.m.context.stage", "Extra inputs"),
+        (
+            "context = { trim_at = 0.9, summarize_at = 0.8 }",
+            "models.m.context.summarize_at",
+            "must not be below trim_at",
+        ),
+        (
+            "context_window = 8192\ncontext = { trim_at = 0.9 }",
+            "models.m.context",
+            "trim_at <= summarize_at",
+        ),
+    ],
+)
+def test_bad_context_thresholds_name_the_key(
+    tmp_path: Path, table: str, key: str, problem: str
+) -> None:
+    message = error_of(tmp_path, f"[models.m]\n{table}\n")
+    assert f"key '{key}'" in message
+    assert problem in message
+    assert "harness.toml" in message

@@ -152,6 +152,7 @@ async def test_updates_change_the_row_and_stamp_times(store: EventStore, clock: 
         termination="final_answer",
         error="none really",
         metadata={"k": ["v"]},
+        result_data={"data": {"n": [1, 2.5, None]}, "output_valid": True, "detail": "ü"},
     )
     await step(store, "run_1", ev("run_finished"), update=final)
     run = await store.get_run("run_1")
@@ -166,6 +167,7 @@ async def test_updates_change_the_row_and_stamp_times(store: EventStore, clock: 
     assert (run.started_at, run.finished_at, run.updated_at) == (START + 1, START + 3, START + 3)
     assert run.usage == usage
     assert run.metadata == {"k": ["v"]}
+    assert run.result_data == {"data": {"n": [1, 2.5, None]}, "output_valid": True, "detail": "ü"}
 
 
 class State(StrEnum):

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from harness.core import Usage
-from harness.store import NewEvent, StepWrite, open_store
+from harness.store import NewEvent, RunUpdate, StepWrite, open_store
 from harness.store._schema import LATEST_VERSION, MIGRATIONS
 
 from .conftest import START
@@ -17,6 +17,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 RELEASED = {
     1: "1c320823fa28369fb50af4706a58b671b15177102050e4405695e42a8b9eefe5",
+    2: "8837d38199159d4e5af502ae4d7cfa2c6e1116078945d4660c75a7fec1a6d184",
 }
 """sha256 of each released migration's statements. Add a line for a new migration; never
 edit one: a database that applied the old statements would not be migrated again."""
@@ -56,6 +57,7 @@ async def test_a_store_written_by_schema_1_reads_and_writes_today(tmp_path: Path
         )
         assert (run.created_at, run.started_at, run.finished_at) == (START, START + 1, START + 3)
         assert run.metadata == {"limits": {"max_steps": 5}}
+        assert run.result_data is None  # the column came with schema 2
         assert await store.messages("run_v1") == CONVERSATION
         events = await store.events("run_v1")
         assert [(e.seq, e.type) for e in events] == [
@@ -76,3 +78,9 @@ async def test_a_store_written_by_schema_1_reads_and_writes_today(tmp_path: Path
         )
         assert [e.seq for e in again] == [3, 4]
         assert await store.send_control("run_v1", "cancel") == 2
+        await store.append(
+            StepWrite(run_id="run_v1", update=RunUpdate(result_data={"output_valid": True}))
+        )
+        updated = await store.get_run("run_v1")
+        assert updated is not None
+        assert updated.result_data == {"output_valid": True}

@@ -33,9 +33,11 @@ from harness.gateway.model import (
     Model,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     ResponseDone,
     TextDelta,
 )
+from harness.memory import WindowManager
 from harness.tools import Toolset
 
 __all__ = ["EMPTY_REPLY_NUDGE", "EMPTY_TEXT_NUDGE", "UNKNOWN_OUTCOME", "ActiveRun"]
@@ -88,6 +90,11 @@ class ActiveRun:
         self.run_id, self._spec, self._model, self._toolset = run_id, spec, model, toolset
         self._sink, self._runner, self._stream, self._clock = sink, runner, stream, clock
         self._messages, self.usage, self._finish = messages, usage, finish
+        self.window: WindowManager | None = None
+        """Keeps each request within the model's context window; `None` sends the whole
+        conversation every time."""
+        output = spec.output_spec
+        self._native = output.response_format() if output is not None else None
         self._steps = sum(1 for m in messages if m.role == "assistant")
         self._started = clock.monotonic()
         self._failures = FailureTracker(spec.limits.max_identical_failures)
@@ -122,11 +129,11 @@ class ActiveRun:
             self._spec.limits, steps=self._steps, usage=self.usage, elapsed_s=self.elapsed_s()
         )
 
-    async def turn(self, *, tools: bool = True) -> Turn:
+    async def turn(self, *, tools: bool = True, answer: bool = True) -> Turn:
         """One step: limits, the model's turn, then its tool round. See `RunControl.turn`."""
         if (stop := self.limit_reached()) is not None:
             return Turn(kind="stopped", stop=stop)
-        message = await self.respond(tools=tools)
+        message = await self.respond(tools=tools, answer=answer)
         if message.tool_calls:
             return await self._tool_round(message)
         if message.content and message.content.strip():
@@ -135,14 +142,16 @@ class ActiveRun:
         await self._sink.checkpoint()
         return Turn(kind="empty")
 
-    async def respond(self, *, tools: bool, **step_info: Any) -> Message:
+    async def respond(self, *, tools: bool, answer: bool = True, **step_info: Any) -> Message:
         """Start a step and add the model's reply to the conversation (no limit checks).
 
-        Without tools, calls the model makes anyway are dropped from its message.
+        Without tools, calls the model makes anyway are dropped from its message. A turn
+        that offers no tools and may give the final answer (`answer`) asks for the
+        agent's output type natively, when it has one.
         """
         self._steps += 1
         self.emit("step_started", step=self._steps, **step_info)
-        message = (await self._call_model(tools)).message
+        message = (await self._call_model(tools, answer)).message
         if not tools and message.tool_calls:
             message = dataclasses.replace(message, tool_calls=())
         self.append(message)
@@ -232,11 +241,12 @@ class ActiveRun:
         self.emit("hint_injected", step=self._steps, hint=verdict.text)
         return verdict.text
 
-    async def _call_model(self, tools: bool) -> ModelResponse:
+    async def _call_model(self, tools: bool, answer: bool) -> ModelResponse:
+        offered = self._toolset.definitions() if tools else ()
         request = ModelRequest(
-            messages=tuple(self._messages),
-            tools=self._toolset.definitions() if tools else (),
-            settings=self._spec.settings,
+            messages=await self._fit(offered),
+            tools=offered,
+            settings=self._settings(native=answer and not offered),
             request_id=new_id("req"),
             observer=self._notice,
         )
@@ -252,6 +262,8 @@ class ActiveRun:
         started = self._clock.monotonic()
         response = await (self._streamed(request) if self._stream else self._model.request(request))
         self.usage += response.usage
+        if self.window is not None:
+            self.window.observe(request.messages, request.tools, response.usage)
         message = response.message
         self.emit(
             "model_responded",
@@ -263,6 +275,34 @@ class ActiveRun:
             duration_s=round(self._clock.monotonic() - started, 6),
         )
         return response
+
+    async def _fit(self, tools: tuple[ToolDefinition, ...]) -> tuple[Message, ...]:
+        """What to send of the conversation: all of it, or what the window manager keeps.
+
+        The conversation itself (`messages`, the store) keeps everything; a compaction is
+        reported as `context_compacted` and committed at once (a summary was paid for, and
+        a resumed run goes on from it), and its summary request counts in the usage.
+        """
+        if self.window is None:
+            return tuple(self._messages)
+        prepared = await self.window.prepare(self._messages, tools, summarizer=self._model)
+        compaction = prepared.compaction
+        if compaction is not None:
+            self.usage += compaction.usage
+            self.emit("context_compacted", step=self._steps, **compaction.payload())
+            await self._sink.commit()
+        return prepared.messages
+
+    def _settings(self, *, native: bool) -> ModelSettings:
+        """The agent's settings, with the output type's schema when `native`.
+
+        Only turns that may give the answer and offer no tools ask for it: llama.cpp
+        refuses a grammar together with tools.
+        """
+        settings = self._spec.settings
+        if not native or self._native is None or settings.response_format is not None:
+            return settings
+        return dataclasses.replace(settings, response_format=self._native)
 
     def _notice(self, kind: GatewayNotice, payload: Mapping[str, Any]) -> None:
         """Gateway notices (retries, fallbacks) become run events of the same name."""

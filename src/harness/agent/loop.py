@@ -5,6 +5,10 @@ and the runtime numbers, persists and streams those events. The strategy (`react
 default, see `harness.agent.strategies`) takes steps through an `ActiveRun`, which checks
 the stop conditions of `harness.agent.stops`. A run that stops at a limit ends with one
 model turn without tools that asks for a report of what was found so far.
+
+A final answer is checked before the run ends (`harness.agent._answers`): against the
+agent's output type, with repairs, then by its verifier. Each request is kept within the
+model's context window by a `WindowManager` (`AgentSpec.context_policy`), one per run.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import asyncio
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from harness.agent._answers import AnswerChecks
 from harness.agent._turns import EMPTY_REPLY_NUDGE, UNKNOWN_OUTCOME, ActiveRun
 from harness.agent.spec import AgentSpec
 from harness.agent.stops import Stop, stopped_report, wrap_up_prompt
@@ -26,6 +31,7 @@ from harness.core.results import RunResult, TerminationReason
 from harness.core.usage import Usage
 from harness.errors import RunInterrupted, StoreError
 from harness.gateway.model import Model
+from harness.memory import ContextState, WindowManager
 from harness.tools import MemoryResultStore, ResultStore, ToolContext, Toolset
 from harness.tools.approvals import ApprovalHandler
 from harness.tools.audit import AuditLog
@@ -69,6 +75,7 @@ class AgentLoop:
         self._approver, self._audit = approver, audit
         self._results = results or MemoryResultStore()
         self._clock = clock or SystemClock()
+        self._checks = AnswerChecks(spec)
 
     async def run(
         self,
@@ -77,6 +84,7 @@ class AgentLoop:
         *,
         not_started: Collection[str] = (),
         usage: Usage | None = None,
+        context: ContextState | None = None,
     ) -> RunResult:
         """Run the loop on `messages` (system prompt and task first).
 
@@ -84,10 +92,14 @@ class AgentLoop:
 
         Args:
             run_id: The run.
-            messages: The conversation so far; a resumed run's history.
+            messages: The conversation so far; a resumed run's history. A new run's
+                system message is `spec.system_prompt` (it holds the output type's
+                instructions).
             not_started: Ids of tool calls in the history known never to have started
                 (they were waiting for approval); on resume they go through as new calls.
             usage: What the run consumed before (when resumed), counted against its limits.
+            context: Where the context window manager left off (the `state` of the run's
+                last `context_compacted` event); without it, a resumed run compacts anew.
         """
         run = self._active_run(run_id, messages, usage or Usage())
         self._emit(
@@ -100,6 +112,7 @@ class AgentLoop:
         )
         error_type, stop = None, None
         try:
+            run.window = self._window(context)
             strategy = make_strategy(self._spec.strategy, self._spec.strategy_options)
             await run.settle(not_started)
             outcome = await strategy.run(run)
@@ -112,6 +125,10 @@ class AgentLoop:
             result = self._result(run, None, "error", error=str(exc) or error_type)
         self._report(result, error_type, stop)
         return result
+
+    def _window(self, state: ContextState | None) -> WindowManager | None:
+        policy = self._spec.context_policy(self._model)
+        return None if policy is None else WindowManager(policy, state=state)
 
     def _active_run(self, run_id: str, messages: list[Message], usage: Usage) -> ActiveRun:
         context = ToolContext(run_id=run_id, workspace=self._spec.workspace, results=self._results)
@@ -141,17 +158,21 @@ class AgentLoop:
     async def _finish(self, run: ActiveRun, text: str) -> Answer | None:
         """Accept or refuse a final answer the strategy offers.
 
-        This is where an answer is checked before the run ends (structured output, a
-        completion check): a refusal adds a message that says why and returns `None`,
-        and the strategy goes on. Today every answer is accepted.
+        The answer must match the output type (after repairs, if any) and pass the
+        verifier; a refusal adds a message that says why and returns `None`, and the
+        strategy goes on.
         """
-        run.emit("agent_message", step=run.steps, content=text, final=True)
-        return Answer(text=text)
+        answer = await self._checks.check(run, text)
+        run.emit("agent_message", step=run.steps, content=text, final=answer is not None)
+        if answer is None:
+            await self._sink.checkpoint()
+        return answer
 
     async def _conclude(self, run: ActiveRun, outcome: Outcome) -> RunResult:
         if isinstance(outcome, Answer):
-            return self._result(run, outcome.text, "final_answer")
-        return self._result(run, await self._wrap_up(run, outcome), outcome.reason)
+            return self._result(run, outcome, "final_answer")
+        report = self._checks.report(run, await self._wrap_up(run, outcome))
+        return self._result(run, report, outcome.reason, detail=outcome.detail)
 
     async def _wrap_up(self, run: ActiveRun, stop: Stop) -> str:
         """One model turn without tools that asks for a report; its text is the output.
@@ -160,7 +181,7 @@ class AgentLoop:
         the model gives nothing or the call fails, the output says why the run stopped.
         """
         steps, last_text = run.steps, _last_text(run.messages)
-        run.say(wrap_up_prompt(stop))
+        run.say(wrap_up_prompt(stop) + self._checks.wrap_up_note())
         try:
             message = await run.respond(tools=False, wrap_up=True, reason=stop.reason)
         except _CONTROL:
@@ -184,6 +205,11 @@ class AgentLoop:
                 usage=usage_to_dict(result.usage),
             )
             return
+        typed: dict[str, Any] = {}
+        if result.output_valid is not None:
+            typed["output_valid"] = result.output_valid
+        if result.output_errors:
+            typed["output_errors"] = list(result.output_errors)
         self._emit(
             "run_finished",
             output=result.output,
@@ -191,24 +217,30 @@ class AgentLoop:
             complete=result.complete,
             usage=usage_to_dict(result.usage),
             **({"detail": stop.detail} if stop else {}),
+            **typed,
         )
 
     def _result(
         self,
         run: ActiveRun,
-        output: str | None,
+        answer: Answer | None,
         reason: TerminationReason,
         *,
         error: str | None = None,
+        detail: str | None = None,
     ) -> RunResult:
         return RunResult(
             run_id=run.run_id,
-            output=output,
+            output=answer.text if answer else None,
             termination=reason,
             complete=reason == "final_answer",
             usage=run.usage,
             messages=tuple(run.messages),
             error=error,
+            detail=detail,
+            data=answer.data if answer else None,
+            output_valid=answer.output_valid if answer else None,
+            output_errors=answer.output_errors if answer else (),
         )
 
     def _emit(self, kind: EventType, **payload: Any) -> None:

@@ -30,10 +30,13 @@ from harness.tools.validation import json_path, validator_for
 if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
 
-__all__ = ["MAX_REPAIRS", "ExtractResult", "OutputSpec"]
+__all__ = ["MAX_REPAIRS", "REPAIR_LEAD", "ExtractResult", "OutputSpec"]
 
 MAX_REPAIRS: Final = 2
 """Times the model is asked to fix an answer that does not match the output type."""
+
+REPAIR_LEAD: Final = "Your final answer is not a valid"
+"""How every repair request (`OutputSpec.repair_prompt`) begins."""
 
 _MAX_ERRORS: Final = 10
 """Errors shown to the model; more would bury the first ones."""
@@ -146,7 +149,7 @@ class OutputSpec:
         if len(errors) > _MAX_ERRORS:
             listed.append(f"- ... and {len(errors) - _MAX_ERRORS} more")
         return (
-            f"Your final answer is not a valid {self.name!r}. What is wrong ($ is the whole "
+            f"{REPAIR_LEAD} {self.name!r}. What is wrong ($ is the whole "
             "value, $.a.b[0] a part of it):\n"
             + "\n".join(listed)
             + "\nReply with only the corrected JSON value: no prose, no code fence, no "

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from harness.agent.output import OutputSpec
 from harness.agent.strategies.base import make_strategy
 from harness.core.usage import Limits
+from harness.errors import ConfigError
 from harness.gateway.model import Model, ModelSettings
+from harness.gateway.profiled import find_profile
+from harness.memory import ContextPolicy
 from harness.tools import ToolSpec
 from harness.tools.approvals import ApprovalPolicy
 from harness.tools.mcp import MCPServerConfig
+
+if TYPE_CHECKING:
+    from harness.agent.verify import Verifier
 
 __all__ = ["DEFAULT_INSTRUCTIONS", "AgentSpec"]
 
@@ -64,5 +73,73 @@ class AgentSpec:
     """Keyword arguments for the strategy, JSON-compatible so that the agent can travel
     between processes; e.g. `{"max_revisions": 2}` for `plan_execute`."""
 
+    output_type: type[Any] | Mapping[str, Any] | None = None
+    """The type of the final answer: a pydantic model (or any type pydantic validates) or a
+    JSON Schema. The answer is then read as JSON, validated and, when it does not match,
+    sent back for repair (twice at most); the result's `data` holds the value."""
+    verifier: Verifier | str | None = None
+    """A completion check run when the model gives its final answer: a callable, or a
+    shell command (exit code 0 passes) run in the workspace, sandboxed like `bash`. When
+    it fails, the model is told why and the run goes on, within the same limits."""
+    context: ContextPolicy | Mapping[str, Any] | None = None
+    """How the conversation is kept within the model's context window: a `ContextPolicy`,
+    or fields of one over the model profile's (`{"trim_at": 0.7, "keep_last_turns": 6}`;
+    with `context_window` for a model without a profile). `None`: the profile's policy,
+    none when its context window is unknown (then everything is sent)."""
+
     def __post_init__(self) -> None:
         make_strategy(self.strategy, self.strategy_options)  # a bad name fails here, clearly
+        _ = self.output_spec  # so does an output type that is not one
+        if isinstance(self.context, Mapping):
+            _check_context(self.context)
+        if isinstance(self.verifier, str) and not self.verifier.strip():
+            raise ConfigError("verifier is an empty command: give a shell command, or None")
+
+    @functools.cached_property
+    def output_spec(self) -> OutputSpec | None:
+        """The output type as an `OutputSpec`, or `None` when the agent declares none."""
+        return None if self.output_type is None else OutputSpec.from_type(self.output_type)
+
+    @property
+    def system_prompt(self) -> str:
+        """The system message of a new run: the instructions, then the output type's.
+
+        With an output type, the lines of `OutputSpec.instructions` say how the final
+        answer must look; they are part of the stored first message, so replay shows
+        exactly what the model was told.
+        """
+        spec = self.output_spec
+        return (
+            self.instructions if spec is None else f"{self.instructions}\n\n{spec.instructions()}"
+        )
+
+    def context_policy(self, model: Model) -> ContextPolicy | None:
+        """The context policy for runs on `model` (see `context`).
+
+        Raises:
+            ConfigError: The thresholds are out of order or range.
+        """
+        if isinstance(self.context, ContextPolicy):
+            return self.context
+        overrides = dict(self.context or {})
+        window: int | None = overrides.pop("context_window", None)
+        profile = find_profile(model)
+        if profile is not None and (window or profile.context_window):
+            if window:
+                profile = dataclasses.replace(profile, context_window=window)
+            return ContextPolicy.for_profile(profile, **overrides)
+        return None if window is None else ContextPolicy(context_window=window, **overrides)
+
+
+_CONTEXT_FIELDS = frozenset(f.name for f in dataclasses.fields(ContextPolicy))
+
+
+def _check_context(context: Mapping[str, Any]) -> None:
+    unknown = sorted(set(context) - _CONTEXT_FIELDS)
+    if unknown:
+        raise ConfigError(
+            f"unknown context setting(s) {', '.join(map(repr, unknown))}: use fields of "
+            f"ContextPolicy ({', '.join(sorted(_CONTEXT_FIELDS))})"
+        )
+    if "context_window" in context:
+        ContextPolicy(**context)  # out-of-range values fail here, with their names

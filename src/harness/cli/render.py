@@ -87,6 +87,20 @@ class LiveRenderer:
             f"  [{style}]{mark}[/]{status} [dim]({p['duration_s']:.2f} s)[/] {escape(p['result'])}"
         )
 
+    def _on_completion_checked(self, p: dict[str, Any]) -> None:
+        what = "output type" if p["check"] == "output_type" else "completion check"
+        if p["passed"]:
+            self._print(f"  [green]✓ {what} passed[/]")
+            return
+        found = p.get("error") or "; ".join(p.get("errors") or ()) or p.get("feedback") or ""
+        self._print(f"  [red]✗ {what} failed[/] {escape(str(found))}")
+
+    def _on_context_compacted(self, p: dict[str, Any]) -> None:
+        self._print(
+            f"[dim]  context {p['tier']}: {p['tokens_before']} → {p['tokens_after']} tokens,"
+            f" {p['messages_removed']} messages not sent[/]"
+        )
+
     def _approval_requested(self, run_id: str, p: Mapping[str, Any]) -> None:
         call = p["call_id"]
         self._print(

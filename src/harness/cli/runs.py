@@ -251,6 +251,7 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
         "finished_at": _when(record.finished_at),
         "termination": record.termination,
         "result": record.result,
+        **dict(record.result_data or {}),
         "error": record.error,
         "usage": usage_to_dict(record.usage),
         "owner": record.owner,

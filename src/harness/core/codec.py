@@ -145,6 +145,8 @@ def result_to_dict(result: RunResult) -> dict[str, Any]:
     }
     if result.error is not None:
         out["error"] = result.error
+    if result.detail is not None:
+        out["detail"] = result.detail
     if result.data is not None:
         out["data"] = _plain(result.data)
     if result.output_valid is not None:
@@ -166,6 +168,7 @@ def result_from_dict(data: dict[str, Any]) -> RunResult:
         usage=usage_from_dict(data.get("usage") or {}),
         messages=tuple(message_from_dict(m) for m in data.get("messages") or ()),
         error=data.get("error"),
+        detail=data.get("detail"),
         data=data.get("data"),
         output_valid=None if valid is None else bool(valid),
         output_errors=tuple(str(e) for e in data.get("output_errors") or ()),

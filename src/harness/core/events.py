@@ -34,6 +34,7 @@ EventType = Literal[
     "approval_requested",
     "approval_decided",
     "context_compacted",
+    "completion_checked",
     "hint_injected",
     "plan_created",
     "plan_updated",

@@ -41,9 +41,12 @@ class RunResult:
     """The whole conversation, in order."""
     error: str | None = None
     """What went wrong, when the run ended with an error."""
+    detail: str | None = None
+    """Why a run stopped at a limit, as a clause: "it used all 3 of its steps"."""
     data: Any = None
     """Structured output, when the agent declares an output type: the validated value, or
-    the best JSON found in the answer when it never became valid (`output_valid` False)."""
+    the best JSON found in the answer when it never became valid (`output_valid` False).
+    Read back from the store by a process that does not know the agent, it is plain JSON."""
     output_valid: bool | None = None
     """Whether `data` matches the agent's output type; `None` when it declares none."""
     output_errors: tuple[str, ...] = ()

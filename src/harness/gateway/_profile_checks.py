@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING, Literal, get_args
 
 from harness.gateway.pricing import Prices
@@ -44,6 +45,7 @@ def problems(profile: ModelProfile) -> list[tuple[str, str]]:
     found += _positive(profile)
     found += _ranges(profile)
     found += _price_problems(profile.prices)
+    found += _context_problems(profile)
     problem = _tool_calls_problem(profile.tool_calls)
     if problem:
         found.append(("tool_calls", problem))
@@ -86,6 +88,30 @@ def _price_problems(prices: Prices) -> list[tuple[str, str]]:
         for key, value in values
         if value is not None and value < 0
     ]
+
+
+def _context_problems(profile: ModelProfile) -> list[tuple[str, str]]:
+    context = profile.context
+    shares = (
+        ("trim_at", context.trim_at),
+        ("summarize_at", context.summarize_at),
+        ("stage_at", context.stage_at),
+    )
+    found = [
+        (f"context.{key}", f"must be a share of the context window in (0, 1], not {value}")
+        for key, value in shares
+        if value is not None and not 0 < value <= 1
+    ]
+    given = [(key, value) for key, value in shares if value is not None]
+    for (low, low_value), (high, high_value) in pairwise(given):
+        if low_value > high_value:
+            found.append(
+                (f"context.{high}", f"must not be below {low} ({low_value}), not {high_value}")
+            )
+    keep = context.keep_last_turns
+    if keep is not None and keep < 1:
+        found.append(("context.keep_last_turns", f"must be at least 1, not {keep}"))
+    return found
 
 
 def _tool_calls_problem(mode: str) -> str | None:

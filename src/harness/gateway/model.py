@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -23,6 +23,7 @@ __all__ = [
     "StreamEvent",
     "TextDelta",
     "ToolCallDelta",
+    "close_model",
 ]
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "other"]
@@ -164,3 +165,14 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Send one request and yield events as they arrive, ending with `ResponseDone`."""
         ...
+
+
+async def close_model(model: object) -> None:
+    """Close `model` if it holds connections (has an `aclose` method); else do nothing.
+
+    Wrappers forward `aclose` to the models they wrap with it, so that closing the
+    outermost model of a stack closes its provider's HTTP client.
+    """
+    closer: Callable[[], Awaitable[object]] | None = getattr(model, "aclose", None)
+    if closer is not None:
+        await closer()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.gateway.model import (
     Model,
@@ -13,12 +13,33 @@ from harness.gateway.model import (
     ModelSettings,
     ResponseDone,
     StreamEvent,
+    close_model,
 )
 
 if TYPE_CHECKING:
     from harness.gateway.profiles import ModelProfile
 
-__all__ = ["ProfiledModel", "merge_settings"]
+__all__ = ["ProfiledModel", "find_profile", "merge_settings"]
+
+
+def find_profile(model: Model) -> ModelProfile | None:
+    """The profile of the model a stack sends to first, or `None` for a model without one.
+
+    Looks through the wrappers (anything with an `inner` model) to the `ProfiledModel`;
+    through a `FallbackModel` (anything with `models`), to its first model's.
+    """
+    current: object = model
+    for _ in range(32):  # a wrapper that wraps itself must not loop forever
+        if current is None:
+            return None
+        if isinstance(current, ProfiledModel):
+            return current.profile
+        members: object = getattr(current, "models", None)
+        if isinstance(members, Sequence) and members:
+            current = cast(Sequence[object], members)[0]
+        else:
+            current = getattr(current, "inner", None)
+    return None
 
 
 def merge_settings(defaults: ModelSettings, settings: ModelSettings) -> ModelSettings:
@@ -45,6 +66,8 @@ class ProfiledModel:
       provider reported it when the profile has no prices).
     - When the profile says the server cannot stream, `stream` sends one whole request and
       yields its `ResponseDone`.
+    - When the profile says the server has no native structured output
+      (`structured_output = false`), a request's `response_format` is not sent.
 
     Args:
         inner: The model to send requests to.
@@ -98,12 +121,12 @@ class ProfiledModel:
 
     async def aclose(self) -> None:
         """Close the inner model, if it holds connections."""
-        closer: Callable[[], Any] | None = getattr(self._inner, "aclose", None)
-        if closer is not None:
-            await closer()
+        await close_model(self._inner)
 
     def _with_defaults(self, request: ModelRequest) -> ModelRequest:
         settings = merge_settings(self._defaults, request.settings)
+        if settings.response_format is not None and not self._profile.structured_output:
+            settings = dataclasses.replace(settings, response_format=None)
         return dataclasses.replace(request, settings=settings)
 
     def _priced(self, response: ModelResponse) -> ModelResponse:

@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_PROFILE",
     "LOCAL_PROFILE",
     "PROVIDERS",
+    "ContextThresholds",
     "ModelProfile",
     "Provider",
     "build_model",
@@ -56,6 +57,34 @@ __all__ = [
     "resolve_profile",
     "tool_call_formats",
 ]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ContextThresholds:
+    """When the context window manager compacts a conversation for this model.
+
+    Shares are of the profile's `context_window`; `None` keeps the manager's default
+    (trim above 0.6, summarize above 0.8, stage summary above 0.95, keep the last 4 turns).
+    """
+
+    trim_at: float | None = None
+    """Above this share, remove the oldest turns."""
+    summarize_at: float | None = None
+    """Above this share, have the model summarize the older history."""
+    stage_at: float | None = None
+    """Above this share, have the model write a stage summary and continue from it."""
+    keep_last_turns: int | None = None
+    """Turns always sent as they are (an assistant message with its tool results)."""
+
+    def overrides(self) -> dict[str, float | int]:
+        """The thresholds that are set, by name."""
+        values = {
+            "trim_at": self.trim_at,
+            "summarize_at": self.summarize_at,
+            "stage_at": self.stage_at,
+            "keep_last_turns": self.keep_last_turns,
+        }
+        return {key: value for key, value in values.items() if value is not None}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -111,6 +140,12 @@ class ModelProfile:
     with `--jinja`, vLLM with `--enable-auto-tool-choice`, OpenAI, Anthropic)."""
     streaming: bool = True
     """Capability: the server streams answers; when false, a stream is one whole response."""
+    structured_output: bool = True
+    """Capability: the server constrains an answer to a JSON Schema (`response_format`, the
+    json_schema kind). When false it is never sent; agents with an output type still get
+    their answers checked and repaired."""
+    context: ContextThresholds = field(default_factory=ContextThresholds)
+    """When the context window manager compacts conversations sent to this model."""
 
     def __post_init__(self) -> None:
         for key, problem in problems(self):

@@ -96,18 +96,27 @@ class ContextPolicy:
     def for_profile(cls, profile: ModelProfile, **overrides: Any) -> ContextPolicy | None:
         """The policy for a model profile, or `None` when its context window is unknown.
 
-        The profile's `max_output_tokens` is the reserve for the answer; `overrides` set
-        any other field (`trim_at=0.7`, `keep_last_turns=6`, …).
+        The profile's `max_output_tokens` is the reserve for the answer and its `context`
+        thresholds apply; `overrides` set any field over them (`trim_at=0.7`,
+        `keep_last_turns=6`, …).
+
+        Raises:
+            ConfigError: The thresholds, with the defaults of the ones left unset, are out
+                of order or range; the message names the profile.
         """
         if profile.context_window is None:
             return None
         fields: dict[str, Any] = {"reserve_output_tokens": profile.max_output_tokens}
+        fields.update(profile.context.overrides())
         fields.update(overrides)
         if fields["reserve_output_tokens"] is not None:
             fields["reserve_output_tokens"] = min(
                 fields["reserve_output_tokens"], profile.context_window // 2
             )
-        return cls(context_window=profile.context_window, **fields)
+        try:
+            return cls(context_window=profile.context_window, **fields)
+        except ConfigError as exc:
+            raise ConfigError(f"model profile {profile.name!r}: {exc}") from exc
 
     @property
     def budget(self) -> int:

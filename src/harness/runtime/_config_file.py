@@ -27,6 +27,16 @@ class _PricesEntry(BaseModel):
     cached_input: float | None = None
 
 
+class _ContextEntry(BaseModel):
+    """The `context` of a profile: when the context window manager compacts."""
+
+    model_config = ConfigDict(extra="forbid")
+    trim_at: float | None = Field(default=None, gt=0, le=1)
+    summarize_at: float | None = Field(default=None, gt=0, le=1)
+    stage_at: float | None = Field(default=None, gt=0, le=1)
+    keep_last_turns: int | None = Field(default=None, ge=1)
+
+
 class _ProfileEntry(BaseModel):
     """One `[models.NAME]` table: the keys of `ModelProfile`, typed; values are checked there."""
 
@@ -51,6 +61,8 @@ class _ProfileEntry(BaseModel):
     tool_calls: str = "auto"
     native_tools: bool = True
     streaming: bool = True
+    structured_output: bool = True
+    context: _ContextEntry = _ContextEntry()
 
     def profile(self, name: str, base: ModelProfile) -> ModelProfile:
         """`base` with the keys this table sets; keys it leaves out keep `base`'s values.
@@ -61,6 +73,8 @@ class _ProfileEntry(BaseModel):
         values = self.model_dump(exclude_unset=True)
         if "prices" in values:
             values["prices"] = dataclasses.replace(base.prices, **values["prices"])
+        if "context" in values:
+            values["context"] = dataclasses.replace(base.context, **values["context"])
         for key in ("stop", "fallbacks"):
             if key in values:
                 values[key] = tuple(values[key])

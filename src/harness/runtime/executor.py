@@ -20,10 +20,11 @@ from harness.core.events import RunEvent
 from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.errors import RunInterrupted
+from harness.memory import ContextState
 from harness.runtime.bus import EventBus
 from harness.runtime.resources import AgentResources
 from harness.runtime.results import StoredResults
-from harness.runtime.runs import RunHandle, agent_from_metadata
+from harness.runtime.runs import RunHandle, agent_from_metadata, result_data
 from harness.runtime.sink import StoreSink
 from harness.store.protocol import (
     Control,
@@ -278,9 +279,11 @@ class RunExecutor:
         )
         fresh = messages is not None and record.last_seq <= 1
         history = messages if messages is not None else await self._store.messages(run_id)
-        not_started = set[str]() if fresh else await self._unstarted(run_id)
+        not_started, context = (set[str](), None) if fresh else await self._left_off(run_id)
         try:
-            result = await loop.run(run_id, history, not_started=not_started, usage=sink.usage)
+            result = await loop.run(
+                run_id, history, not_started=not_started, usage=sink.usage, context=context
+            )
         except RunInterrupted:
             sink.emit("run_paused", {"at": "step boundary"})
             await sink.flush(RunUpdate(state="PAUSED", usage=sink.usage))
@@ -298,6 +301,7 @@ class RunExecutor:
                 usage=sink.usage,
                 termination=result.termination,
                 error=result.error,
+                result_data=result_data(result, agent),
             )
         )
         return dataclasses.replace(result, usage=sink.usage)
@@ -320,16 +324,24 @@ class RunExecutor:
             )
         )
 
-    async def _unstarted(self, run_id: str) -> set[str]:
-        """Calls that were waiting for a decision when the run stopped: they never ran."""
+    async def _left_off(self, run_id: str) -> tuple[set[str], ContextState | None]:
+        """Where a resumed run left off, from its events.
+
+        Returns:
+            The calls that were waiting for a decision when it stopped (they never ran),
+            and the state of its last context compaction, if any.
+        """
         asked: set[str] = set()
+        context: ContextState | None = None
         for event in await self._store.events(run_id):
             call_id = str(event.payload.get("call_id", ""))
             if event.type == "approval_requested":
                 asked.add(call_id)
             elif event.type == "approval_decided":
                 asked.discard(call_id)
-        return asked
+            elif event.type == "context_compacted" and isinstance(event.payload.get("state"), dict):
+                context = ContextState.from_dict(event.payload["state"])
+        return asked, context
 
     async def _end(self, run_id: str, event: NewEvent, state: str, update: RunUpdate) -> None:
         """End a run outside the loop — only while it is still ours (a fenced write)."""

@@ -28,7 +28,7 @@ from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
 from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
 from harness.runtime.resources import AgentResources
-from harness.runtime.runs import agent_metadata
+from harness.runtime.runs import agent_metadata, stored_result
 from harness.runtime.settings import Settings, load_settings
 from harness.store import open_store
 from harness.store.protocol import EventStore, NewEvent, NewRun, RunRecord
@@ -174,7 +174,7 @@ class Harness:
                 )
         self.register(agent)
         run_id = new_id("run")
-        messages = history or [Message.system(agent.instructions), Message.user(task)]
+        messages = history or [Message.system(agent.system_prompt), Message.user(task)]
         portable = agent_metadata(agent)
         metadata = {"agent": portable} if portable else {}
         self._finished[run_id] = asyncio.Event()
@@ -415,15 +415,8 @@ class Harness:
         return record
 
     async def _result(self, record: RunRecord) -> RunResult:
-        return RunResult(
-            run_id=record.run_id,
-            output=record.result,
-            termination=record.termination or "error",
-            complete=record.termination == "final_answer",
-            usage=record.usage,
-            messages=tuple(await self.store.messages(record.run_id)),
-            error=record.error,
-        )
+        messages = await self.store.messages(record.run_id)
+        return stored_result(record, messages, self._agents.get(record.agent))
 
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import Any
 from weakref import WeakKeyDictionary
 
 from harness.agent.spec import AgentSpec
 from harness.errors import ConfigError
-from harness.gateway.model import Model
+from harness.gateway.model import Model, close_model
 from harness.gateway.profiles import resolve_model
+from harness.gateway.wrappers import Limiter
 from harness.runtime.settings import CONFIG_FILE, Settings
 from harness.tools import READ_RESULT, Toolset, ToolSpec
 from harness.tools.mcp import MCPServerConfig, MCPToolSource
@@ -21,6 +20,10 @@ __all__ = ["AgentResources"]
 class AgentResources:
     """Models, toolsets and MCP servers of the agents a `Harness` runs, made once each.
 
+    Every model built here shares one concurrency limiter per profile: a profile's
+    `concurrency` bounds the requests of all its agents together, whatever their base URL,
+    and also when it serves as another profile's fallback.
+
     Args:
         settings: Model profiles and MCP servers.
         base_url: Overrides the server address of every model resolved from a string.
@@ -30,6 +33,7 @@ class AgentResources:
         self.settings = settings
         self._base_url = base_url
         self._models: dict[str, Model] = {}
+        self._limiters: dict[str, Limiter] = {}
         self._toolsets: WeakKeyDictionary[AgentSpec, Toolset] = WeakKeyDictionary()
         self._mcp_sources: dict[str, MCPToolSource] = {}
         self._exits = contextlib.AsyncExitStack()
@@ -39,10 +43,8 @@ class AgentResources:
         await self._exits.aclose()
         self._mcp_sources.clear()
         for model in self._models.values():
-            closer: Callable[[], Any] | None = getattr(model, "aclose", None)
-            if closer is not None:
-                with contextlib.suppress(Exception):
-                    await closer()
+            with contextlib.suppress(Exception):  # one client that fails to close: go on
+                await close_model(model)
         self._models.clear()
 
     def model(self, agent: AgentSpec) -> Model:
@@ -53,7 +55,9 @@ class AgentResources:
         key = f"{agent.model}@{base_url}"
         model = self._models.get(key)
         if model is None:
-            model = resolve_model(agent.model, self.settings.profiles, base_url=base_url)
+            model = resolve_model(
+                agent.model, self.settings.profiles, base_url=base_url, limiters=self._limiters
+            )
             self._models[key] = model
         return model
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.agent.spec import AgentSpec
+from harness.core.codec import result_to_dict
+from harness.core.messages import Message
+from harness.core.results import RunResult
 from harness.core.usage import Limits
+from harness.memory import ContextPolicy
+from harness.store.protocol import RunRecord
 from harness.tools.approvals import (
     ApprovalDecision,
     ApprovalPolicy,
@@ -18,7 +23,7 @@ from harness.tools.approvals import (
     ApprovalRule,
 )
 
-__all__ = ["RunHandle", "agent_from_metadata", "agent_metadata"]
+__all__ = ["RunHandle", "agent_from_metadata", "agent_metadata", "result_data", "stored_result"]
 
 
 @dataclass(kw_only=True)
@@ -54,17 +59,67 @@ class RunHandle:
 
 
 _PORTABLE_LIMITS = tuple(f.name for f in dataclasses.fields(Limits))
+_RESULT_DATA = ("data", "output_valid", "output_errors", "detail")
+"""The fields of a result kept in the runs row's `result_data` (the output has a column)."""
+
+
+def result_data(result: RunResult, agent: AgentSpec) -> dict[str, Any]:
+    """What the store keeps of a result besides its output text, usage and termination.
+
+    A valid `data` is stored in the JSON form of the agent's output type (models inside
+    lists and dicts included).
+    """
+    spec = agent.output_spec
+    if spec is not None and result.output_valid and result.data is not None:
+        result = dataclasses.replace(result, data=spec.dump(result.data))
+    encoded = result_to_dict(result)
+    return {key: encoded[key] for key in _RESULT_DATA if key in encoded}
+
+
+def stored_result(
+    record: RunRecord, messages: Sequence[Message], agent: AgentSpec | None
+) -> RunResult:
+    """The result of an ended run, rebuilt from the store.
+
+    Structured output comes back as JSON; when the agent is known and the value was
+    valid, it is validated again into the agent's output type (a pydantic model …).
+    """
+    extra = dict(record.result_data or {})
+    spec = agent.output_spec if agent is not None else None
+    if spec is not None and extra.get("output_valid") and "data" in extra:
+        checked = spec.validate(extra["data"])
+        if checked.ok:
+            extra["data"] = checked.value
+    valid = extra.get("output_valid")
+    return RunResult(
+        run_id=record.run_id,
+        output=record.result,
+        termination=record.termination or "error",
+        complete=record.termination == "final_answer",
+        usage=record.usage,
+        messages=tuple(messages),
+        error=record.error,
+        detail=extra.get("detail"),
+        data=extra.get("data"),
+        output_valid=None if valid is None else bool(valid),
+        output_errors=tuple(str(e) for e in extra.get("output_errors") or ()),
+    )
 
 
 def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:
     """The agent as JSON, when any process can rebuild it (a model name, built-in tools).
 
-    Agents with Python tools or model objects can only run in a process that registered
-    them; `None` says so.
+    Agents with Python tools, model objects, a Python output type (a JSON Schema travels)
+    or a Python verifier (a shell command travels) can only run in a process that
+    registered them; `None` says so.
     """
     if not isinstance(agent.model, str) or not all(isinstance(t, str) for t in agent.tools):
         return None
     if not all(isinstance(m, str) for m in agent.mcp):
+        return None
+    if agent.output_type is not None and not isinstance(agent.output_type, Mapping):
+        return None
+    if agent.verifier is not None and not isinstance(agent.verifier, str):
         return None
     return {
         "name": agent.name,
@@ -79,6 +134,9 @@ def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:
         "allow_unsandboxed": agent.allow_unsandboxed,
         "strategy": agent.strategy,
         "strategy_options": dict(agent.strategy_options),
+        "output_type": None if agent.output_type is None else dict(agent.output_type),
+        "verifier": agent.verifier,
+        "context": _context(agent.context),
         "approvals": {
             "tools": dict(agent.approvals.tools),
             "rules": [
@@ -106,7 +164,26 @@ def agent_from_metadata(data: Mapping[str, Any]) -> AgentSpec:
         approvals=_policy(data.get("approvals") or {}),
         strategy=str(data.get("strategy") or "react"),
         strategy_options=dict(data.get("strategy_options") or {}),
+        output_type=data.get("output_type"),
+        verifier=data.get("verifier"),
+        context=_context_from(data.get("context")),
     )
+
+
+def _context(context: ContextPolicy | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if context is None:
+        return None
+    if isinstance(context, ContextPolicy):
+        return {"policy": dataclasses.asdict(context)}
+    return {"overrides": dict(context)}
+
+
+def _context_from(data: Mapping[str, Any] | None) -> ContextPolicy | Mapping[str, Any] | None:
+    if not data:
+        return None
+    if "policy" in data:
+        return ContextPolicy(**data["policy"])
+    return dict(data.get("overrides") or {})
 
 
 def _policy(data: Mapping[str, Any]) -> ApprovalPolicy:

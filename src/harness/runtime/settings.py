@@ -220,11 +220,23 @@ def _profiles(config: FileConfig, sources: _Sources) -> dict[str, ModelProfile]:
         for name, entry in config.models.items():
             base = BUILTIN_PROFILES.get(name) or ModelProfile(name=name)
             profiles[name] = entry.profile(name, base)
+            _check_context(profiles[name], sources)
         check_profiles(profiles)
     except ProfileError as exc:
         loc = ("models", exc.profile, *exc.key.split("."))
         raise ConfigError(sources.problem(loc, exc.problem)) from exc
     return profiles
+
+
+def _check_context(profile: ModelProfile, sources: _Sources) -> None:
+    """Check the profile's context thresholds together with the defaults of the others."""
+    from harness.memory import ContextPolicy
+
+    try:
+        ContextPolicy.for_profile(profile)
+    except ConfigError as exc:
+        problem = str(exc.__cause__ or exc)
+        raise ConfigError(sources.problem(("models", profile.name, "context"), problem)) from exc
 
 
 def _default_model(name: str, profiles: Mapping[str, ModelProfile], path: Path) -> str:

@@ -83,7 +83,7 @@ class StoreSink:
         )
 
     def _count(self, type: str, payload: Mapping[str, Any]) -> None:
-        if type == "model_responded":
+        if type in ("model_responded", "context_compacted"):  # a summary is a request too
             self.usage += usage_from_dict(payload.get("usage") or {})
             self._usage_changed = True
         elif type == "tool_completed":

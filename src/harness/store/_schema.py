@@ -128,6 +128,11 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "CREATE INDEX controls_pending ON controls (run_id, consumed_at)",
         ),
     ),
+    Migration(
+        version=2,
+        description="runs.result_data: structured output and stop detail of a result",
+        statements=("ALTER TABLE runs ADD COLUMN result_data TEXT",),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

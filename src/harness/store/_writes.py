@@ -256,6 +256,9 @@ def _update_fields(
     if update.metadata is not None:
         sets.append("metadata = ?")
         params.append(_metadata(run_id, update.metadata))
+    if update.result_data is not None:
+        sets.append("result_data = ?")
+        params.append(wrap(update.result_data, f"the result of run {run_id}"))
     for name in ("result", "termination", "error", "model"):
         value = getattr(update, name)
         if value is not None:

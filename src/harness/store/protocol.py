@@ -119,6 +119,10 @@ class RunRecord:
     """Runtime data given at creation or by updates."""
     last_seq: int
     """The `seq` of its last event (0 before any)."""
+    result_data: Mapping[str, Any] | None = None
+    """The parts of its result beyond the output text, as `result_to_dict` writes them:
+    `data`, `output_valid`, `output_errors` (structured output) and `detail`; `None`
+    before it ends, and for runs stored before this column existed."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -139,6 +143,8 @@ class RunUpdate:
     """The model now in use."""
     metadata: Mapping[str, Any] | None = None
     """Replaces the run's metadata."""
+    result_data: Mapping[str, Any] | None = None
+    """The parts of the result beyond the output text (see `RunRecord.result_data`)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -38,6 +38,14 @@ class Answer:
     """A final answer, accepted by the loop (`RunControl.finish`)."""
 
     text: str
+    """The answer as the model wrote it."""
+    data: Any = None
+    """Structured output: the validated value, or the JSON found when it never became
+    valid; `None` when the agent declares no output type."""
+    output_valid: bool | None = None
+    """Whether `data` matches the agent's output type; `None` when it declares none."""
+    output_errors: tuple[str, ...] = ()
+    """Why the answer does not match the output type."""
 
 
 Outcome = Answer | Stop
@@ -84,11 +92,14 @@ class RunControl(Protocol):
         """Model turns taken so far."""
         ...
 
-    async def turn(self, *, tools: bool = True) -> Turn:
+    async def turn(self, *, tools: bool = True, answer: bool = True) -> Turn:
         """Take one step: check the limits, ask the model, run its tool calls.
 
         Args:
             tools: Offer the tools. Without them, any call the model makes anyway is dropped.
+            answer: The reply may be the final answer. A turn without tools that may be
+                asks for the agent's output type natively (`response_format`); pass
+                `False` for turns that ask for something else, such as a plan.
         """
         ...
 

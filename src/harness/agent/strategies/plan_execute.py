@@ -86,7 +86,7 @@ class PlanAndExecute:
         return None
 
     async def _plan_turn(self, run: RunControl, before: Progress) -> Outcome | None:
-        turn = await run.turn(tools=False)
+        turn = await run.turn(tools=False, answer=False)
         if turn.stop is not None:
             return turn.stop
         after = read_progress(run.messages, max_step_turns=self.max_step_turns)
@@ -109,7 +109,7 @@ class PlanAndExecute:
         return None
 
     async def _step_turn(self, run: RunControl) -> Outcome | None:
-        turn = await run.turn()
+        turn = await run.turn(answer=False)
         if turn.stop is not None:
             return turn.stop
         if turn.kind == "answer":

@@ -230,6 +230,9 @@ def _call(message: _Message, recipient: str, context: ParseContext) -> Item:
 def could_be_header(text: str) -> bool:
     """Whether a reply that starts with `text` may still be in the rest of a header."""
     rest = text.lstrip()
+    cut = rest.rfind("<")
+    if cut >= 0 and any(token.startswith(rest[cut:]) for token in TOKENS):
+        rest = rest[:cut].rstrip()  # a token may be arriving: is what comes before a header?
     if _ROLE.startswith(rest):
         return True
     rest = rest.removeprefix(_ROLE).lstrip() if rest.startswith(_ROLE) else rest

@@ -15,6 +15,7 @@ from harness.gateway.model import (
     ResponseDone,
     StreamEvent,
     TextDelta,
+    close_model,
 )
 from harness.gateway.textcalls._types import TextParse
 from harness.gateway.textcalls.instructions import (
@@ -68,6 +69,10 @@ class TextToolCallModel:
     def name(self) -> str:
         """The inner model's label."""
         return self.inner.name
+
+    async def aclose(self) -> None:
+        """Close the inner model, if it holds connections."""
+        await close_model(self.inner)
 
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """The request the inner model gets: no native tools, calls and results as text."""

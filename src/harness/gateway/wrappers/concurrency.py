@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import Protocol
 
 from harness.errors import ConfigError
-from harness.gateway.model import Model, ModelRequest, ModelResponse, StreamEvent
+from harness.gateway.model import Model, ModelRequest, ModelResponse, StreamEvent, close_model
 from harness.gateway.wrappers._shared import closing
 
 __all__ = ["ConcurrencyLimitedModel", "Limiter"]
@@ -84,3 +84,7 @@ class ConcurrencyLimitedModel:
         async with self._limiter, closing(self._inner.stream(request)) as events:
             async for event in events:
                 yield event
+
+    async def aclose(self) -> None:
+        """Close the inner model, if it holds connections."""
+        await close_model(self._inner)

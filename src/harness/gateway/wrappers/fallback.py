@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from harness.errors import ConfigError, ContextOverflowError, ModelError
-from harness.gateway.model import Model, ModelRequest, ModelResponse, StreamEvent
+from harness.gateway.model import Model, ModelRequest, ModelResponse, StreamEvent, close_model
 from harness.gateway.scripted import estimate_tokens
 from harness.gateway.wrappers._shared import closing, error_fields, notify, with_request_id
 
@@ -99,6 +99,17 @@ class FallbackModel:
         async with closing(self.models[-1].stream(request)) as events:
             async for event in events:
                 yield event
+
+    async def aclose(self) -> None:
+        """Close every model, even when closing one of them fails (the first error is raised)."""
+        errors: list[Exception] = []
+        for model in self.models:
+            try:
+                await close_model(model)
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
     def _skips(self, request: ModelRequest, index: int) -> bool:
         """Whether the request is too long for model `index` (telling the observer so)."""

@@ -14,7 +14,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from harness.errors import ConfigError, ModelAPIError, ModelError
-from harness.gateway.model import Model, ModelRequest, ModelResponse, StreamEvent
+from harness.gateway.model import Model, ModelRequest, ModelResponse, StreamEvent, close_model
 from harness.gateway.wrappers._shared import closing, error_fields, notify, with_request_id
 
 __all__ = ["RetryingModel"]
@@ -130,6 +130,10 @@ class RetryingModel:
                     raise
             await self._sleep(delay)
             attempt += 1
+
+    async def aclose(self) -> None:
+        """Close the inner model, if it holds connections."""
+        await close_model(self._inner)
 
     def _backoff_s(self, retry: int) -> float:
         """A wait before retry number `retry` (1-based), with full jitter."""

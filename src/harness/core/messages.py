@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-__all__ = ["Message", "Role", "ToolCall", "ToolDefinition"]
+__all__ = ["MALFORMED_TOOL_CALL", "Message", "Role", "ToolCall", "ToolDefinition"]
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+MALFORMED_TOOL_CALL: Final = "malformed_tool_call"
+"""The reserved tool name of a call the gateway could not read from a model's text; its
+arguments say what was wrong, and the toolset answers it with that instead of running it."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

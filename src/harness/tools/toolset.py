@@ -11,10 +11,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
 from harness.core.clock import Clock, SystemClock
-from harness.core.messages import Message, ToolCall, ToolDefinition
+from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
 from harness.core.usage import Limits
 from harness.errors import ApprovalRequired, ToolDefinitionError, ToolError
-from harness.gateway.textcalls.malformed import MALFORMED_TOOL_CALL, malformed_call_feedback
 from harness.tools import _feedback
 from harness.tools.context import ToolContext, ToolResult
 from harness.tools.results import render_result, truncate
@@ -188,6 +187,10 @@ class Toolset:
     def _no_tool(self, call: ToolCall) -> tuple[ToolStatus, str]:
         """The answer to a call of no tool: unknown, or a text call that could not be read."""
         if call.name == MALFORMED_TOOL_CALL:
+            # Imported here: only text-parsing models make such calls, and the parsers are
+            # many modules that `import harness` should not pay for.
+            from harness.gateway.textcalls.malformed import malformed_call_feedback
+
             return "invalid_json", malformed_call_feedback(call.arguments)
         return "unknown_tool", _feedback.unknown_tool(call.name, self.names)
 

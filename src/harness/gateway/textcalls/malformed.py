@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Final, cast
 
 from harness.core.ids import new_id
-from harness.core.messages import ToolCall, ToolDefinition
+from harness.core.messages import MALFORMED_TOOL_CALL, ToolCall, ToolDefinition
 from harness.gateway.textcalls._json import dumps
 from harness.gateway.textcalls._types import MalformedCall
 from harness.gateway.textcalls.base import TextFormat
@@ -25,9 +25,6 @@ __all__ = [
     "malformed_text",
     "malformed_tool_call",
 ]
-
-MALFORMED_TOOL_CALL: Final = "malformed_tool_call"
-"""The reserved tool name of a call that could not be read."""
 
 _EXCERPT: Final = 300
 _PLACEHOLDERS: Final[dict[str, Any]] = {

@@ -11,6 +11,7 @@ scales later estimates by that ratio (bounded and smoothed).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -25,16 +26,12 @@ __all__ = ["TokenCounter", "estimate_text"]
 
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _LATIN_CHARS = "A-Za-z\u00c0-\u024f"
-_CJK: Final = re.compile(f"[{_CJK_CHARS}]")
 _LATIN: Final = re.compile(f"[{_LATIN_CHARS}]+")
 _LATIN_LONG: Final = re.compile(f"[{_LATIN_CHARS}]{{6,}}")
-_OTHER: Final = re.compile(f"[^\\W\\d_{_LATIN_CHARS}{_CJK_CHARS}]+")
-_OTHER_LONG: Final = re.compile(f"[^\\W\\d_{_LATIN_CHARS}{_CJK_CHARS}]{{3,}}")
 _DIGITS: Final = re.compile(r"\d{1,3}")
 _SPACE_DIGIT: Final = re.compile(r" (?=\d)")
 _SPACES: Final = re.compile(r"\s{2,}|[^\S ]")
 _SYMBOLS: Final = re.compile(r"[!-/:-@\[-`{-~]{1,2}")
-_WIDE_SYMBOLS: Final = re.compile(r"[^\x00-\x7f\w\s]")
 _SAMPLE_CHARS: Final = 4096
 """Texts longer than four samples are estimated from three samples, scaled to their length."""
 
@@ -70,6 +67,18 @@ def estimate_text(text: str | None) -> float:
     return sum(_estimate_pieces(s) for s in samples) * len(text) / (3 * _SAMPLE_CHARS)
 
 
+@functools.cache
+def _unicode_patterns() -> tuple[re.Pattern[str], ...]:
+    """Patterns for non-ASCII text, compiled on first use (they take milliseconds)."""
+    other = f"[^\\W\\d_{_LATIN_CHARS}{_CJK_CHARS}]"
+    return (
+        re.compile(f"{other}+"),
+        re.compile(f"{other}{{3,}}"),
+        re.compile(f"[{_CJK_CHARS}]"),
+        re.compile(r"[^\x00-\x7f\w\s]"),
+    )
+
+
 def _estimate_pieces(text: str) -> float:
     """Each kind of piece at its usual cost, counted by regular expressions (C speed).
 
@@ -87,11 +96,12 @@ def _estimate_pieces(text: str) -> float:
     )
     if text.isascii():
         return total
+    other, other_long, cjk, wide_symbols = _unicode_patterns()
     return (
         total
-        + _runs(_OTHER, _OTHER_LONG, text, 3.0)
-        + len(_CJK.findall(text))
-        + 1.5 * len(_WIDE_SYMBOLS.findall(text))
+        + _runs(other, other_long, text, 3.0)
+        + len(cjk.findall(text))
+        + 1.5 * len(wide_symbols.findall(text))
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +36,16 @@ from harness.gateway.scripted import FunctionModel
 from harness.testing import FakeOpenAIServer, FakeReply, faults
 
 from .conftest import a_request, final_response
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "providers"
+
+
+def recorded(name: str) -> FakeReply:
+    """The recorded response of corpus exchange `name`, replayed byte for byte."""
+    response = json.loads((CORPUS / f"{name}.json").read_text())["response"]
+    body = json.dumps(response["body"]).encode()
+    return FakeReply.raw(response["status"], response["headers"], body)
+
 
 TIMEOUT_S = 0.2
 """The client's timeout in the slow-answer cases; the fault waits far longer."""
@@ -107,6 +118,11 @@ PASSING: dict[str, tuple[list[FakeReply], int]] = {
     "504": (faults.fail_then(faults.status(504)), 2),
     "slow-first-byte": (faults.fail_then(faults.slow_first_byte(30)), 2),
     "malformed-json": (faults.fail_then(faults.malformed_json()), 2),
+    # llama-server answers this on every path until its model is loaded (no Retry-After)
+    "llamacpp-503-loading-model": (
+        faults.fail_then(recorded("llamacpp-error-503-loading-model-documented"), times=2),
+        3,
+    ),
 }
 
 

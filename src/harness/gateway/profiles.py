@@ -279,7 +279,13 @@ def provider_model(profile: ModelProfile) -> Model:
     """The bare provider model of `profile`: no text parsing, defaults, retries or fallbacks."""
     label = profile.name if ":" in profile.name else f"{profile.name} ({profile.model})"
     if profile.provider == "anthropic":
-        from harness.gateway.providers.anthropic import AnthropicModel
+        try:
+            from harness.gateway.providers.anthropic import AnthropicModel
+        except ModuleNotFoundError as exc:
+            raise ConfigError(
+                f"model {profile.name!r} uses the Anthropic API, but its SDK is not installed: "
+                "pip install 'harness[anthropic]' (or -e '.[anthropic]' in a checkout)"
+            ) from exc
 
         # The profile's max_output_tokens reaches each request through its settings.
         return AnthropicModel(

@@ -237,3 +237,19 @@ async def test_a_slow_subscriber_never_slows_a_run(tmp_path: Path) -> None:
     assert result.output == "5"
     assert finished_when_delivered < total  # the run did not wait for its subscriber
     assert [e.seq for e in received] == list(range(1, total + 1))  # yet it got every event
+
+
+async def test_calls_that_never_ran_are_not_counted_in_the_stored_usage(tmp_path: Path) -> None:
+    agent = Agent(
+        name="capped",
+        model=ScriptedModel(
+            [reply(None, call("add", {"a": 1, "b": 2}), call("add", {"a": 3, "b": 4})), reply("3")]
+        ),
+        tools=[add],
+        limits=Limits(max_tool_calls=1),
+    )
+    async with Harness(settings(tmp_path)) as harness:
+        result = await harness.run(agent, "add")
+        record = await harness.get(result.run_id)
+    assert result.usage.tool_calls == 1
+    assert record.usage.tool_calls == 1

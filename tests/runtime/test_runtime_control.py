@@ -3,6 +3,8 @@
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from harness import Agent, Harness, Message, ModelRequest, tool
 from harness.runtime import Settings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
@@ -127,6 +129,33 @@ async def test_a_model_limit_keeps_runs_of_that_model_apart(tmp_path: Path) -> N
         results = [await h.wait(run_id, timeout=20) for run_id in ids]
     assert all(r.output == "ok" for r in results)
     assert peak == 1
+
+
+@pytest.mark.parametrize(
+    ("max_concurrent", "model_limits", "allowed"), [(2, {}, 2), (10, {"m1": 1}, 1)]
+)
+async def test_a_burst_of_submits_stays_within_the_limits(
+    tmp_path: Path, max_concurrent: int, model_limits: dict[str, int], allowed: int
+) -> None:
+    """Submits that all start before any of them is stored still take one slot each."""
+    active = 0
+    peak = 0
+
+    async def answer(request: ModelRequest) -> Message:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.02)
+        active -= 1
+        return reply("ok")
+
+    agent = Agent(name="burst", model=FunctionModel(answer, name="m1"))
+    settings = Settings(home=tmp_path)
+    async with Harness(settings, max_concurrent=max_concurrent, model_limits=model_limits) as h:
+        ids = await asyncio.gather(*(h.submit(agent, f"t{i}") for i in range(8)))
+        results = [await h.wait(run_id, timeout=20) for run_id in ids]
+    assert [r.output for r in results] == ["ok"] * 8
+    assert peak == allowed
 
 
 async def test_a_pause_during_a_model_call_lets_the_step_finish_first(tmp_path: Path) -> None:

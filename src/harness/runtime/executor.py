@@ -68,6 +68,8 @@ class RunExecutor:
         self._results: dict[str, asyncio.Future[RunResult | None]] = {}
         self._early: dict[str, list[Control]] = {}
         self._models: dict[str, str] = {}
+        self._reserved: list[str] = []
+        """Models of runs being created to start here at once (see `reserve`)."""
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.streaming: set[str] = set()
@@ -108,7 +110,7 @@ class RunExecutor:
                 _log.exception("claiming runs failed; trying again")
 
     async def _claim(self) -> None:
-        free = self._max - len(self._handles)
+        free = self._max - len(self._handles) - len(self._reserved)
         if free <= 0:
             return
         if self._adopt:
@@ -127,12 +129,27 @@ class RunExecutor:
             elif record.run_id not in self._handles:
                 await self._store.release(self._owner, [record.run_id])
 
-    def has_room(self, model: str | None) -> bool:
-        """Whether a run of `model` could start now."""
-        return len(self._handles) < self._max and self._model_has_room(model)
+    def reserve(self, model: str | None) -> bool:
+        """Hold a slot for a run of `model` about to be created leased to this process.
+
+        Taken at once (no await between the check and the hold), so that a burst of
+        submits cannot all see room. `False` when there is none; otherwise `launch` or
+        `unreserve` gives the slot back.
+        """
+        if len(self._handles) + len(self._reserved) >= self._max:
+            return False
+        if not self._model_has_room(model):
+            return False
+        self._reserved.append(model or "")
+        return True
+
+    def unreserve(self, model: str | None) -> None:
+        """Give back a slot held by `reserve` for a run that was not created."""
+        self._reserved.remove(model or "")
 
     def launch(self, record: RunRecord, messages: list[Message]) -> None:
-        """Start a run that was created already leased to this process."""
+        """Start a run created leased to this process, in the slot `reserve` held."""
+        self.unreserve(record.model)
         if record.run_id not in self._handles:
             self._start_task(record, messages)
 
@@ -157,7 +174,10 @@ class RunExecutor:
 
     def _model_has_room(self, model: str | None) -> bool:
         limit = self._model_limits.get(model or "")
-        return limit is None or sum(1 for m in self._models.values() if m == model) < limit
+        if limit is None:
+            return True
+        running = sum(1 for m in self._models.values() if m == (model or ""))
+        return running + self._reserved.count(model or "") < limit
 
     async def _renew(self) -> None:
         while True:

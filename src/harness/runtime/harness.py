@@ -162,9 +162,12 @@ class Harness:
         """
         _, max_queue, _, lease_s = self._limits
         model = agent.model if isinstance(agent.model, str) else agent.model.name
+        messages = history or [Message.system(agent.system_prompt), Message.user(task)]
+        portable = agent_metadata(agent)
+        metadata = {"agent": portable} if portable else {}
         # A run this process can start now never waits in the queue: it skips the bound,
-        # and is created RUNNING, leased to us.
-        local = self._executor is not None and self._executor.has_room(model)
+        # and is created RUNNING, leased to us, in a slot held from here on.
+        local = self._executor is not None and self._executor.reserve(model)
         if not local:
             pending = await self.store.count_runs("PENDING")
             if pending >= max_queue:
@@ -174,31 +177,29 @@ class Harness:
                 )
         self.register(agent)
         run_id = new_id("run")
-        messages = history or [Message.system(agent.system_prompt), Message.user(task)]
-        portable = agent_metadata(agent)
-        metadata = {"agent": portable} if portable else {}
         self._finished[run_id] = asyncio.Event()
-        created = await self.store.create_run(
-            NewRun(
-                state="RUNNING" if local else "PENDING",
-                owner=self.owner if local else None,
-                lease_s=lease_s if local else None,
-                run_id=run_id,
-                agent=agent.name,
-                task=task,
-                parent_run_id=parent_run_id,
-                model=model,
-                priority=priority,
-                metadata=metadata,
-            ),
-            events=[
-                NewEvent(
-                    type="run_submitted",
-                    payload={"agent": agent.name, "task": task, "parent_run_id": parent_run_id},
-                )
-            ],
-            messages=messages,
+        run = NewRun(
+            state="RUNNING" if local else "PENDING",
+            owner=self.owner if local else None,
+            lease_s=lease_s if local else None,
+            run_id=run_id,
+            agent=agent.name,
+            task=task,
+            parent_run_id=parent_run_id,
+            model=model,
+            priority=priority,
+            metadata=metadata,
         )
+        submitted = NewEvent(
+            type="run_submitted",
+            payload={"agent": agent.name, "task": task, "parent_run_id": parent_run_id},
+        )
+        try:
+            created = await self.store.create_run(run, events=[submitted], messages=messages)
+        except BaseException:
+            if local and self._executor is not None:
+                self._executor.unreserve(model)
+            raise
         self._publish(created)
         if self._executor is not None:
             self._executor.own.add(run_id)

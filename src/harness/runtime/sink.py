@@ -86,7 +86,7 @@ class StoreSink:
         if type in ("model_responded", "context_compacted"):  # a summary is a request too
             self.usage += usage_from_dict(payload.get("usage") or {})
             self._usage_changed = True
-        elif type == "tool_completed":
+        elif type == "tool_completed" and payload.get("status") != "not_run":
             self.usage += Usage(tool_calls=1)
             self._usage_changed = True
 

@@ -275,11 +275,15 @@ async def test_without_a_sandbox_the_check_cannot_run(tmp_path: Path) -> None:
     assert "could not be checked" in feedback_message(result)
 
 
-async def test_without_a_sandbox_the_agent_may_allow_the_host(tmp_path: Path) -> None:
+async def test_only_the_check_itself_may_allow_the_host(tmp_path: Path) -> None:
     missing = Sandbox(bwrap=str(tmp_path / "no-bwrap"))
     (tmp_path / "built.txt").write_text("yes\n")
-    verifier = ShellVerifier('grep -q yes built.txt && test "$HARNESS_ANSWER" = x', sandbox=missing)
-    ctx = VerifyContext(workspace=tmp_path, allow_unsandboxed=True)
-    result = await run_verifier(verifier, "x", ctx)
+    command = 'grep -q yes built.txt && test "$HARNESS_ANSWER" = x'
+    ctx = VerifyContext(workspace=tmp_path, allow_unsandboxed=True)  # the agent's choice
+    refused = await run_verifier(ShellVerifier(command, sandbox=missing), "x", ctx)
+    assert not refused.passed
+    assert refused.error is not None and "no sandbox available" in refused.error
+    allowed = ShellVerifier(command, sandbox=missing, allow_unsandboxed=True)
+    result = await run_verifier(allowed, "x", VerifyContext(workspace=tmp_path))
     assert result.passed, result.feedback
     assert "WITHOUT a sandbox" in result.feedback

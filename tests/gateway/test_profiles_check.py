@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import http.server
 import socket
+import threading
 
 import pytest
 
@@ -111,3 +113,44 @@ async def test_hosted_apis_are_not_asked_for_a_window() -> None:
     assert await server_context_window(ModelProfile(name="openai", model="gpt-4.1")) is None
     claude = ModelProfile(name="c", provider="anthropic", model="claude", base_url="http://x")
     assert await server_context_window(claude) is None
+
+
+async def test_the_api_key_never_follows_a_redirect(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that redirects /props elsewhere gets no answer from us, and its target no key."""
+    seen: list[str | None] = []
+
+    class Target(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"n_ctx": 4096}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    target = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Target)
+
+    class Redirecting(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{target.server_port}/props")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    source = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirecting)
+    for server in (target, source):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("PROBE_KEY", "sk-secret")
+    profile = ModelProfile(
+        name="p", base_url=f"http://127.0.0.1:{source.server_port}/v1", api_key_env="PROBE_KEY"
+    )
+    try:
+        assert await server_context_window(profile) is None
+    finally:
+        for server in (target, source):
+            server.shutdown()
+            server.server_close()
+    assert seen == []

@@ -48,7 +48,9 @@ class AnswerChecks:
         self._output = spec.output_spec
         verifier = spec.verifier
         if isinstance(verifier, str):
-            verifier = ShellVerifier(verifier, network=spec.network)
+            # Sandboxed, without network: the agent's opt-outs are for its bash tool, whose
+            # calls then need approval; a check runs unasked, so it gets neither.
+            verifier = ShellVerifier(verifier)
         self._verifier: Verifier | None = verifier
 
     async def check(self, run: ActiveRun, text: str) -> Answer | None:

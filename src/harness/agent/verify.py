@@ -80,7 +80,8 @@ class VerifyContext:
     messages: tuple[Message, ...] = ()
     """The conversation so far, the answer last."""
     allow_unsandboxed: bool = False
-    """Whether the agent may run commands without a sandbox when none works here."""
+    """Whether the agent's own tools may run without a sandbox. A `ShellVerifier` does not
+    follow it: running a check on the host needs its own `allow_unsandboxed=True`."""
 
 
 VerifyOutcome = VerifyResult | bool | str | None
@@ -115,6 +116,9 @@ class ShellVerifier:
         timeout_s: Seconds before the command and all its processes are killed (a fail).
         sandbox: The sandbox to run in; `None` makes a default `Sandbox()`.
         network: Give the command the host's network.
+        allow_unsandboxed: Run the command on the host when no sandbox works here. The
+            check runs code the model wrote (e.g. its tests), with no approval asked, so
+            this is a choice of its own, never inherited from the agent.
         env: Extra environment variables for the command.
         limits: Resource limits inside the sandbox; `timeout_s` sets their wall clock.
         max_feedback_chars: Characters of output the model reads.
@@ -127,6 +131,7 @@ class ShellVerifier:
         timeout_s: float = 120.0,
         sandbox: Sandbox | None = None,
         network: bool = False,
+        allow_unsandboxed: bool = False,
         env: Mapping[str, str] | None = None,
         limits: SandboxLimits | None = None,
         max_feedback_chars: int = 4000,
@@ -134,6 +139,7 @@ class ShellVerifier:
         self.command = command
         self.timeout_s = timeout_s
         self._sandbox, self._network, self._limits = sandbox, network, limits
+        self._allow_unsandboxed = allow_unsandboxed
         self._env = dict(env or {})
         self._max_chars = max_feedback_chars
 
@@ -150,7 +156,7 @@ class ShellVerifier:
                 extra_env=self._env | _answer_env(answer, ctx.run_id),
                 sandbox=self._sandbox,
                 network=self._network,
-                allow_unsandboxed=ctx.allow_unsandboxed,
+                allow_unsandboxed=self._allow_unsandboxed,
                 limits=self._limits,
             )
         except ToolError as exc:

@@ -187,11 +187,21 @@ def _window(
     return None, None
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Refuses redirects: urllib would send the API key on to wherever they point."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
 def _get_json(url: str, headers: dict[str, str], timeout: float) -> Any:
-    """The JSON body of `GET url`, or `None` on any failure: the answer is a bonus."""
+    """The JSON body of `GET url`, or `None` on any failure, a redirect included."""
     request = urllib.request.Request(url, headers={"Accept": "application/json", **headers})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
+        with _OPENER.open(request, timeout=timeout) as answer:
             return json.loads(answer.read())
     except (OSError, ValueError):
         return None

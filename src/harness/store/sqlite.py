@@ -11,6 +11,7 @@ to `busy_timeout_s` for another to finish before it reports the database locked.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import threading
@@ -27,6 +28,8 @@ from harness.store.errors import StoreConflict, StoreError
 
 __all__ = ["SQLiteStore"]
 
+_log = logging.getLogger(__name__)
+
 Synchronous = Literal["OFF", "NORMAL", "FULL"]
 
 _DIALECT: Final = Dialect(
@@ -40,6 +43,10 @@ _DIALECT: Final = Dialect(
 _MIN_VERSION: Final = (3, 35, 0)  # RETURNING
 _CHECKPOINT_EVERY_S: Final = 0.25
 _CHECKPOINT_BYTES: Final = 4 << 20  # about SQLite's own threshold of 1000 pages
+_IDLE_S: Final = 5.0
+"""A smaller WAL that changed is checkpointed after this long, so readers stay quick."""
+_WAL_SIZE_LIMIT: Final = 64 << 20
+"""After a checkpoint the WAL file is cut back to this size when it had grown beyond."""
 
 
 class SQLiteStore(SqlStore):
@@ -110,16 +117,26 @@ class _Checkpointer:
 
     def _main(self) -> None:
         conn: sqlite3.Connection | None = None
+        done: tuple[int, int] | None = None  # the WAL's (size, mtime) at the last checkpoint
+        idle = 0.0
         try:
             while not self._stopping.wait(_CHECKPOINT_EVERY_S):
+                idle += _CHECKPOINT_EVERY_S
                 try:
-                    if os.stat(self._wal).st_size < _CHECKPOINT_BYTES:
+                    stat = os.stat(self._wal)
+                    now = (stat.st_size, stat.st_mtime_ns)
+                    # Only a WAL that changed since the last checkpoint, and only once it is
+                    # big or has waited a while: its file keeps its size after a checkpoint.
+                    if now == done or (stat.st_size < _CHECKPOINT_BYTES and idle < _IDLE_S):
                         continue
                     if conn is None:
                         conn = self._driver.open_connection()
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    done, idle = now, 0.0
                 except (OSError, sqlite3.Error):
                     continue  # no WAL yet, or busy: the next round tries again
+                except Exception:  # never let the WAL grow unchecked because of a bug
+                    _log.exception("checkpointing %s failed; trying again", self._driver.path)
         finally:
             if conn is not None:
                 conn.close()
@@ -173,6 +190,7 @@ class _SQLiteDriver:
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA wal_autocheckpoint = 0")
+            conn.execute(f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}")
         except BaseException:
             conn.close()
             raise

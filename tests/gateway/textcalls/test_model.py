@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -293,3 +294,33 @@ async def test_an_agent_runs_tools_through_text_calls(stream: bool) -> None:
     assert all(m.role in ("system", "user", "assistant") for m in third)
     assert third[3].content == "<tool_response>\n5\n</tool_response>"
     assert third[4].content == "<tool_call>{oops}</tool_call>"
+
+
+class _EndlessText:
+    """A model whose stream never ends; it notes when its stream is closed."""
+
+    name = "endless"
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    async def request(self, request: ModelRequest) -> object:
+        raise AssertionError("streams only")
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            while True:
+                yield TextDelta(text="word ")
+        finally:
+            self.closed = True
+
+
+async def test_a_stream_left_early_closes_the_inner_stream() -> None:
+    inner = _EndlessText()
+    model = TextToolCallModel(inner, format="hermes")  # type: ignore[arg-type]
+    events = model.stream(ModelRequest(messages=(Message.user("hi"),)))
+    async for event in events:
+        assert isinstance(event, TextDelta)
+        break
+    await events.aclose()  # type: ignore[attr-defined]
+    assert inner.closed

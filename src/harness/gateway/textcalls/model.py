@@ -26,6 +26,7 @@ from harness.gateway.textcalls.instructions import (
 from harness.gateway.textcalls.malformed import malformed_tool_call
 from harness.gateway.textcalls.parse import parse_text, resolve_format
 from harness.gateway.textcalls.stream import TextCallStream
+from harness.gateway.wrappers._shared import closing
 
 __all__ = ["TextToolCallModel"]
 
@@ -102,24 +103,25 @@ class TextToolCallModel:
         )
         native_reasoning = False
         parsed: TextParse | None = None
-        async for event in self.inner.stream(self.prepare(request)):
-            if isinstance(event, TextDelta):
-                deltas = reader.feed(event.text)
-            elif isinstance(event, ReasoningDelta):
-                yield event
-                native_reasoning = True
-                continue
-            elif isinstance(event, ResponseDone):
-                deltas, parsed = reader.finish(event.response.message.content or "")
-            else:
-                continue  # native call fragments: the final message carries them
-            for delta in deltas:
-                if isinstance(delta, ReasoningDelta) and native_reasoning:
-                    delta = ReasoningDelta(text=f"\n\n{delta.text}")
-                    native_reasoning = False
-                yield delta
-            if isinstance(event, ResponseDone) and parsed is not None:
-                yield ResponseDone(response=self._response(event.response, request, parsed))
+        async with closing(self.inner.stream(self.prepare(request))) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    deltas = reader.feed(event.text)
+                elif isinstance(event, ReasoningDelta):
+                    yield event
+                    native_reasoning = True
+                    continue
+                elif isinstance(event, ResponseDone):
+                    deltas, parsed = reader.finish(event.response.message.content or "")
+                else:
+                    continue  # native call fragments: the final message carries them
+                for delta in deltas:
+                    if isinstance(delta, ReasoningDelta) and native_reasoning:
+                        delta = ReasoningDelta(text=f"\n\n{delta.text}")
+                        native_reasoning = False
+                    yield delta
+                if isinstance(event, ResponseDone) and parsed is not None:
+                    yield ResponseDone(response=self._response(event.response, request, parsed))
 
     def _response(
         self, response: ModelResponse, request: ModelRequest, parsed: TextParse

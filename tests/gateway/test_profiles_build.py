@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,7 +133,11 @@ async def test_fallbacks_are_checked_when_the_model_is_built() -> None:
 class InFlight:
     """A server script that counts the requests it is answering at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, overlap_expected: bool = False) -> None:
+        # Expecting overlap, a request waits (up to 5 s) for a second one to arrive, so
+        # that a busy machine cannot hide it; otherwise 50 ms give one the chance to.
+        self._wait_s = 5.0 if overlap_expected else 0.05
+        self._overlap = threading.Event()
         self.now = 0
         self.most = 0
         self._lock = threading.Lock()
@@ -143,7 +146,9 @@ class InFlight:
         with self._lock:
             self.now += 1
             self.most = max(self.most, self.now)
-        time.sleep(0.05)  # long enough for the other requests to arrive if let through
+            if self.now > 1:
+                self._overlap.set()
+        self._overlap.wait(self._wait_s)
         with self._lock:
             self.now -= 1
         return FakeReply.text("ok")
@@ -162,7 +167,7 @@ async def test_the_concurrency_limit_holds_across_models_built_with_the_same_lim
 
 
 async def test_without_a_limit_requests_overlap() -> None:
-    counter = InFlight()
+    counter = InFlight(overlap_expected=True)
     with FakeOpenAIServer(counter) as server:
         model = build_model(on(server))
         request = ModelRequest(messages=(Message.user("x"),))

@@ -3,7 +3,6 @@ clients through every wrapper."""
 
 import asyncio
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,11 @@ from harness.testing import FakeOpenAIServer, FakeReply
 class InFlight:
     """A server script, shareable by several servers, that counts requests answered at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, overlap_expected: bool = False) -> None:
+        # Expecting overlap, a request waits (up to 5 s) for a second one to arrive, so
+        # that a busy machine cannot hide it; otherwise 50 ms give one the chance to.
+        self._wait_s = 5.0 if overlap_expected else 0.05
+        self._overlap = threading.Event()
         self.now = 0
         self.most = 0
         self.seen = 0
@@ -33,7 +36,9 @@ class InFlight:
             self.now += 1
             self.seen += 1
             self.most = max(self.most, self.now)
-        time.sleep(0.05)  # long enough for the other requests to arrive if let through
+            if self.now > 1:
+                self._overlap.set()
+        self._overlap.wait(self._wait_s)
         with self._lock:
             self.now -= 1
         return FakeReply.text("ok")
@@ -71,7 +76,7 @@ async def test_agents_of_one_profile_share_its_concurrency_limit(tmp_path: Path)
 
 
 async def test_without_a_limit_the_agents_requests_overlap(tmp_path: Path) -> None:
-    counter = InFlight()
+    counter = InFlight(overlap_expected=True)
     with FakeOpenAIServer(counter) as server:
         profile = ModelProfile(name="free", model="fake", base_url=server.base_url)
         resources = AgentResources(Settings(home=tmp_path, profiles={"free": profile}))

@@ -282,7 +282,8 @@ async def test_only_the_check_itself_may_allow_the_host(tmp_path: Path) -> None:
     ctx = VerifyContext(workspace=tmp_path, allow_unsandboxed=True)  # the agent's choice
     refused = await run_verifier(ShellVerifier(command, sandbox=missing), "x", ctx)
     assert not refused.passed
-    assert refused.error is not None and "no sandbox available" in refused.error
+    assert refused.error is not None
+    assert "no sandbox available" in refused.error
     allowed = ShellVerifier(command, sandbox=missing, allow_unsandboxed=True)
     result = await run_verifier(allowed, "x", VerifyContext(workspace=tmp_path))
     assert result.passed, result.feedback

@@ -31,6 +31,7 @@ from harness.gateway.profiles import (
     tool_call_formats,
 )
 from harness.gateway.scripted import FunctionModel
+from harness.gateway.wrappers import FallbackModel
 
 PRICES = Prices(input=2.0, output=8.0, cached_input=0.5)
 
@@ -275,6 +276,10 @@ def test_a_fallback_reached_twice_is_not_a_cycle() -> None:
         "c": ModelProfile(name="c"),
     }
     check_profiles(profiles)
+    model = build_model(profiles["a"], profiles)
+    assert isinstance(model, FallbackModel)
+    members = [find_profile(member) for member in model.models]
+    assert [p.name for p in members if p is not None] == ["a", "b", "c"]
 
 
 # ── resolution ────────────────────────────────────────────────────────────────

@@ -7,7 +7,6 @@ import json
 from harness.core import Limits, ToolCall
 from harness.errors import ToolError
 from harness.tools import Toolset, feedback, tool
-from harness.tools import _feedback as old_name
 from harness.tools.feedback import close_matches, did_you_mean, empty_result, not_found
 
 ORDERS = {"A-1001": "shipped", "A-1002": "packed", "B-2001": "cancelled"}
@@ -96,7 +95,5 @@ async def test_a_tool_using_the_helpers_reaches_the_model() -> None:
     assert empty.message.content == "No orders in the last 7 days. Ask for more days, e.g. days=30."
 
 
-def test_the_old_module_name_still_works() -> None:
-    assert old_name.unknown_tool is feedback.unknown_tool
-    assert old_name.more_available is feedback.more_available
+def test_an_unknown_tool_gets_the_closest_names() -> None:
     assert "Did you mean 'read_file'?" in feedback.unknown_tool("read_fil", ["read_file", "bash"])

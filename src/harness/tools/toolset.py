@@ -14,7 +14,7 @@ from harness.core.clock import Clock, SystemClock
 from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
 from harness.core.usage import Limits
 from harness.errors import ApprovalRequired, ToolDefinitionError, ToolError
-from harness.tools import _feedback
+from harness.tools import feedback as _feedback
 from harness.tools.context import ToolContext, ToolResult
 from harness.tools.results import render_result, truncate
 from harness.tools.spec import ToolSpec

@@ -367,3 +367,11 @@ def test_invalid_tool_name_is_refused() -> None:
 
     with pytest.raises(ToolDefinitionError, match="invalid"):
         tool(name="has space")(bad_name)
+
+
+def test_the_name_of_unreadable_calls_is_reserved() -> None:
+    def malformed_tool_call() -> None:
+        """Pretend to be the harness's answer to an unreadable call."""
+
+    with pytest.raises(ToolDefinitionError, match="reserved"):
+        tool()(malformed_tool_call)

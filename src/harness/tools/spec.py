@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
-from harness.core.messages import ToolDefinition
+from harness.core.messages import MALFORMED_TOOL_CALL, ToolDefinition
 from harness.errors import ToolDefinitionError
 
 __all__ = ["Approval", "Coercer", "SideEffects", "ToolSpec"]
@@ -63,6 +63,11 @@ class ToolSpec:
         if not _NAME.fullmatch(self.name):
             raise ToolDefinitionError(
                 f"Tool name {self.name!r} is invalid: use 1 to 64 letters, digits, '_' or '-'."
+            )
+        if self.name == MALFORMED_TOOL_CALL:
+            raise ToolDefinitionError(
+                f"Tool name {self.name!r} is reserved: harness answers calls it could not read "
+                "from a model's text under that name. Choose another name."
             )
         if not self.description.strip():
             raise ToolDefinitionError(f"Tool {self.name!r} needs a description for the model.")

@@ -17,7 +17,7 @@ class StoredResults:
     """A `ResultStore` whose texts commit with the step that produced them.
 
     So `read_result` still pages through a result after the run was paused, resumed or
-    taken over by another process. Until its step commits, a text is served from memory.
+    taken over by another process. Until its step commits, a text is read from the sink.
 
     Args:
         store: Where committed results are read from.
@@ -26,16 +26,13 @@ class StoredResults:
 
     def __init__(self, store: EventStore, sink: StoreSink) -> None:
         self._store, self._sink = store, sink
-        self._recent: dict[tuple[str, str], str] = {}
 
     def save(self, run_id: str, call_id: str, text: str) -> None:
         """Keep the full result of one call with the step being written."""
-        self._recent[run_id, call_id] = text
         self._sink.blob(result_key(call_id), text)
 
     async def load(self, run_id: str, call_id: str) -> str | None:
         """The full result of one call, or `None` if none was kept."""
-        text = self._recent.get((run_id, call_id))
-        if text is None:
-            text = await self._store.get_blob(run_id, result_key(call_id))
-        return text
+        key = result_key(call_id)
+        text = self._sink.pending_blob(key)
+        return text if text is not None else await self._store.get_blob(run_id, key)

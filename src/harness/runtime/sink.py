@@ -98,6 +98,10 @@ class StoreSink:
         """Keep one large text (a full tool result) for the next commit."""
         self._blobs[key] = text
 
+    def pending_blob(self, key: str) -> str | None:
+        """A text kept by `blob` that has not been committed yet, or `None`."""
+        return self._blobs.get(key)
+
     def message(self, message: Message) -> None:
         """Keep one message for the next commit."""
         self._messages.append(message)

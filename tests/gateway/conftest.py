@@ -16,6 +16,7 @@ import pytest
 from harness.core.messages import Message
 from harness.core.usage import Usage
 from harness.gateway.model import (
+    Model,
     ModelRequest,
     ModelResponse,
     ReasoningDelta,
@@ -40,14 +41,19 @@ _RAW_FINISH = {
 }
 
 
-def load_openai_exchanges() -> list[Exchange]:
-    """Every OpenAI chat-completions exchange of the corpus, sorted by file name."""
+def load_exchanges(api: str) -> list[Exchange]:
+    """Every exchange of the corpus with `api` (e.g. `anthropic.messages`), by file name."""
     exchanges = []
     for path in sorted(PROVIDERS.glob("*.json")):
         exchange = json.loads(path.read_text(encoding="utf-8"))
-        if exchange["api"] == "openai.chat.completions":
+        if exchange["api"] == api:
             exchanges.append(exchange)
     return exchanges
+
+
+def load_openai_exchanges() -> list[Exchange]:
+    """Every OpenAI chat-completions exchange of the corpus, sorted by file name."""
+    return load_exchanges("openai.chat.completions")
 
 
 def params(exchanges: Sequence[Exchange]) -> list[Any]:
@@ -101,7 +107,7 @@ def a_request(*, request_id: str | None = None) -> ModelRequest:
 
 
 async def collect(
-    model: OpenAIModel, request: ModelRequest, into: list[StreamEvent] | None = None
+    model: Model, request: ModelRequest, into: list[StreamEvent] | None = None
 ) -> list[StreamEvent]:
     """All events of `model.stream(request)`, appended to `into` as they arrive."""
     events = [] if into is None else into

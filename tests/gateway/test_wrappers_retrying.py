@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import AsyncIterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,16 +34,12 @@ from harness.gateway.providers.openai import OpenAIModel
 from harness.gateway.scripted import FunctionModel
 from harness.testing import FakeOpenAIServer, FakeReply, faults
 
-from .conftest import a_request, final_response
-
-CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "providers"
+from .conftest import PROVIDERS, a_request, final_response, served_reply
 
 
 def recorded(name: str) -> FakeReply:
     """The recorded response of corpus exchange `name`, replayed byte for byte."""
-    response = json.loads((CORPUS / f"{name}.json").read_text())["response"]
-    body = json.dumps(response["body"]).encode()
-    return FakeReply.raw(response["status"], response["headers"], body)
+    return served_reply(json.loads((PROVIDERS / f"{name}.json").read_text()))
 
 
 TIMEOUT_S = 0.2

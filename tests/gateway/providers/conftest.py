@@ -9,18 +9,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gateway.conftest import (
+    PROVIDERS,
+    Exchange,
+    a_request,
+    collect,
+    final_response,
+    is_stream_request,
+    load_exchanges,
+    params,
+)
 from harness.core.messages import Message
 from harness.core.usage import Usage
 from harness.gateway.model import (
-    ModelRequest,
     ModelResponse,
     ReasoningDelta,
-    ResponseDone,
     StreamEvent,
     TextDelta,
     ToolCallDelta,
@@ -28,9 +35,14 @@ from harness.gateway.model import (
 from harness.gateway.providers.anthropic import AnthropicModel
 from harness.testing.fake_anthropic import FakeAnthropicServer
 
-PROVIDERS = Path(__file__).resolve().parents[2] / "corpus" / "providers"
+__all__ = [
+    "PROVIDERS",
+    "a_request",
+    "collect",
+    "final_response",
+    "params",
+]
 
-Exchange = dict[str, Any]
 
 # Anthropic's stop_reason -> harness's finish reason: the table under test, written out.
 FINISH = {
@@ -43,46 +55,7 @@ FINISH = {
 
 def load_anthropic_exchanges() -> list[Exchange]:
     """Every Anthropic Messages exchange of the corpus, sorted by file name."""
-    exchanges = []
-    for path in sorted(PROVIDERS.glob("*.json")):
-        exchange = json.loads(path.read_text(encoding="utf-8"))
-        if exchange["api"] == "anthropic.messages":
-            exchanges.append(exchange)
-    return exchanges
-
-
-def params(exchanges: Sequence[Exchange]) -> list[Any]:
-    """`pytest.param`s with the file stem as id."""
-    return [pytest.param(exchange, id=exchange["id"]) for exchange in exchanges]
-
-
-def is_stream_request(exchange: Exchange) -> bool:
-    """Whether the recorded request asked for a stream."""
-    body = exchange["request"].get("body") or {}
-    return exchange["kind"] == "chat_stream" or body.get("stream") is True
-
-
-def a_request(*, request_id: str | None = None) -> ModelRequest:
-    """A minimal request: the served answer does not depend on it."""
-    return ModelRequest(messages=(Message.user("hello"),), request_id=request_id)
-
-
-async def collect(
-    model: AnthropicModel, request: ModelRequest, into: list[StreamEvent] | None = None
-) -> list[StreamEvent]:
-    """All events of `model.stream(request)`, appended to `into` as they arrive."""
-    events = [] if into is None else into
-    async for event in model.stream(request):
-        events.append(event)
-    return events
-
-
-def final_response(events: Sequence[StreamEvent]) -> ModelResponse:
-    """The response of the one `ResponseDone`, which must come last."""
-    done = [event for event in events if isinstance(event, ResponseDone)]
-    assert len(done) == 1
-    assert events[-1] is done[0]
-    return done[0].response
+    return load_exchanges("anthropic.messages")
 
 
 def kept_blocks(response: ModelResponse) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ from harness.gateway.model import (
     TextDelta,
     ToolCallDelta,
 )
-from harness.gateway.providers._openai_errors import parse_retry_after
+from harness.gateway.providers._http_errors import parse_retry_after
 from harness.gateway.providers.openai import OpenAIModel
 from harness.testing.fake_openai import FakeOpenAIServer, FakeReply
 

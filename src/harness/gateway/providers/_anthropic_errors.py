@@ -15,33 +15,25 @@ from dataclasses import dataclass
 from harness.errors import (
     ContextOverflowError,
     ModelAPIError,
-    ModelAuthenticationError,
     ModelBadRequestError,
     ModelNotFoundError,
     ModelOverloadedError,
     ModelRateLimitError,
-    ModelServerError,
     ModelStreamError,
 )
-from harness.gateway.providers._openai_errors import is_context_overflow, parse_retry_after
+from harness.gateway.providers._http_errors import (
+    error_class,
+    is_context_overflow,
+    parse_retry_after,
+    retryable_status,
+)
 from harness.gateway.providers._values import as_dict, flat_excerpt
 
 __all__ = ["status_error", "stream_error"]
 
-RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 """Error types that a later attempt may not meet, for errors inside a stream."""
 
-_CLASSES: dict[int, type[ModelAPIError]] = {
-    400: ModelBadRequestError,
-    413: ModelBadRequestError,
-    422: ModelBadRequestError,
-    401: ModelAuthenticationError,
-    403: ModelAuthenticationError,
-    404: ModelNotFoundError,
-    429: ModelRateLimitError,
-    529: ModelOverloadedError,
-}
 _BODY_LIMIT = 2000
 
 
@@ -67,10 +59,7 @@ def status_error(
     detail = _detail(body_text, headers.get("request-id"))
     overflow = status in (400, 413) and is_context_overflow(detail.message)
     cls = ContextOverflowError if overflow else _error_class(status)
-    retryable = status in RETRYABLE_STATUSES
-    should_retry = headers.get("x-should-retry", "").strip().lower()
-    if should_retry in ("true", "false"):
-        retryable = should_retry == "true"
+    retryable = retryable_status(status, headers)
     return cls(
         _explain(cls, status, _said(detail), base_url=base_url, model=model),
         status=status,
@@ -99,9 +88,8 @@ def stream_error(body: object, *, request_id: str | None) -> ModelStreamError:
 
 
 def _error_class(status: int) -> type[ModelAPIError]:
-    if status in _CLASSES:
-        return _CLASSES[status]
-    return ModelServerError if status >= 500 else ModelAPIError
+    # Anthropic answers 413 (request_too_large) to a body over its size limit: fix the request.
+    return ModelBadRequestError if status == 413 else error_class(status)
 
 
 def _explain(cls: type[ModelAPIError], status: int, said: str, *, base_url: str, model: str) -> str:

@@ -7,47 +7,30 @@ module calls them once, where the SDK's exception enters harness.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 
 from harness.errors import (
     ContextOverflowError,
     ModelAPIError,
-    ModelAuthenticationError,
     ModelBadRequestError,
     ModelNotFoundError,
     ModelOverloadedError,
     ModelRateLimitError,
-    ModelServerError,
     ModelStreamError,
+)
+from harness.gateway.providers._http_errors import (
+    RETRYABLE_STATUSES,
+    error_class,
+    is_context_overflow,
+    parse_retry_after,
+    retryable_status,
 )
 from harness.gateway.providers._values import as_dict, flat_excerpt
 
-__all__ = ["is_context_overflow", "parse_retry_after", "status_error", "stream_error"]
+__all__ = ["status_error", "stream_error"]
 
-RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
-_OVERFLOW_MARKERS = (
-    "context_length_exceeded",
-    "exceeds the available context size",
-    "context size has been exceeded",
-    "maximum context length",
-    "prompt is too long",
-    "exceeds the context window",
-    "exceeds the model's context",
-)
-_CLASSES: dict[int, type[ModelAPIError]] = {
-    400: ModelBadRequestError,
-    422: ModelBadRequestError,
-    401: ModelAuthenticationError,
-    403: ModelAuthenticationError,
-    404: ModelNotFoundError,
-    429: ModelRateLimitError,
-    529: ModelOverloadedError,
-}
 _WAIT_IN_TEXT = re.compile(r"(?:try again|retry) in (\d+(?:\.\d+)?)\s*(ms|s)\b", re.IGNORECASE)
 _BODY_LIMIT = 2000
 
@@ -72,11 +55,8 @@ def status_error(
     """The harness error for an HTTP error answer; `headers` has lower-case names."""
     detail = _detail(body_text)
     overflow = status not in (401, 403, 404, 429) and is_context_overflow(detail.message)
-    cls = ContextOverflowError if overflow else _error_class(status)
-    retryable = status in RETRYABLE_STATUSES
-    should_retry = headers.get("x-should-retry", "").strip().lower()
-    if should_retry in ("true", "false"):
-        retryable = should_retry == "true"
+    cls = ContextOverflowError if overflow else error_class(status)
+    retryable = retryable_status(status, headers)
     retry_after = parse_retry_after(headers)
     if retry_after is None and status == 429:
         retry_after = _wait_in_text(detail.message)
@@ -113,36 +93,6 @@ def stream_error(error: object, message: str, *, request_id: str | None) -> Mode
         body=json.dumps(error, default=str)[:_BODY_LIMIT],
         request_id=request_id,
     )
-
-
-def is_context_overflow(message: str) -> bool:
-    """Whether an error message says the request does not fit the context window."""
-    lowered = message.lower()
-    return any(marker in lowered for marker in _OVERFLOW_MARKERS)
-
-
-def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds to wait from `retry-after-ms`, or `retry-after` (seconds or an HTTP date)."""
-    if (millis := _float(headers.get("retry-after-ms"))) is not None:
-        return millis / 1000
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    if (seconds := _float(value)) is not None:
-        return seconds
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-def _error_class(status: int) -> type[ModelAPIError]:
-    if status in _CLASSES:
-        return _CLASSES[status]
-    return ModelServerError if status >= 500 else ModelAPIError
 
 
 def _explain(cls: type[ModelAPIError], status: int, said: str, *, base_url: str, model: str) -> str:
@@ -214,11 +164,3 @@ def _as_status(value: object) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
         return value
     return None
-
-
-def _float(value: str | None) -> float | None:
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None

@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent.spec import AgentSpec
-from harness.core.codec import result_to_dict
+from harness.core.codec import (
+    SCHEMA_VERSION,
+    result_from_dict,
+    result_to_dict,
+    usage_to_dict,
+)
 from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.core.usage import Limits
@@ -84,26 +89,23 @@ def stored_result(
     Structured output comes back as JSON; when the agent is known and the value was
     valid, it is validated again into the agent's output type (a pydantic model …).
     """
-    extra = dict(record.result_data or {})
+    encoded: dict[str, Any] = {
+        **(record.result_data or {}),
+        "v": SCHEMA_VERSION,
+        "run_id": record.run_id,
+        "output": record.result,
+        "termination": record.termination,
+        "complete": record.termination == "final_answer",
+        "usage": usage_to_dict(record.usage),
+        "error": record.error,
+    }
+    result = dataclasses.replace(result_from_dict(encoded), messages=tuple(messages))
     spec = agent.output_spec if agent is not None else None
-    if spec is not None and extra.get("output_valid") and "data" in extra:
-        checked = spec.validate(extra["data"])
+    if spec is not None and result.output_valid and result.data is not None:
+        checked = spec.validate(result.data)
         if checked.ok:
-            extra["data"] = checked.value
-    valid = extra.get("output_valid")
-    return RunResult(
-        run_id=record.run_id,
-        output=record.result,
-        termination=record.termination or "error",
-        complete=record.termination == "final_answer",
-        usage=record.usage,
-        messages=tuple(messages),
-        error=record.error,
-        detail=extra.get("detail"),
-        data=extra.get("data"),
-        output_valid=None if valid is None else bool(valid),
-        output_errors=tuple(str(e) for e in extra.get("output_errors") or ()),
-    )
+            result = dataclasses.replace(result, data=checked.value)
+    return result
 
 
 def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:

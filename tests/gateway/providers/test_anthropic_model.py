@@ -34,6 +34,7 @@ from harness.gateway.model import (
     ModelResponse,
     ModelSettings,
     ReasoningDelta,
+    ResponseFormat,
     StreamEvent,
     TextDelta,
     ToolCallDelta,
@@ -763,3 +764,15 @@ async def test_first_byte_too_late_is_a_timeout(
             await _answer(model, a_request(), streaming)
     assert caught.value.retryable
     assert "0.3 s" in str(caught.value)
+
+
+async def test_an_output_schema_is_sent_as_native_structured_output(
+    anthropic_server: FakeAnthropicServer, anthropic_server_model: AnthropicModel
+) -> None:
+    anthropic_server.add(FakeReply.text('{"city": "Paris"}'))
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    settings = ModelSettings(response_format=ResponseFormat(name="place", schema=schema))
+    request = ModelRequest(messages=(Message.user("Where?"),), settings=settings)
+    await anthropic_server_model.request(request)
+    sent = anthropic_server.requests[-1].body
+    assert sent["output_config"] == {"format": {"type": "json_schema", "schema": schema}}

@@ -221,6 +221,9 @@ def _settings_to_wire(settings: ModelSettings, max_tokens: int, *, has_tools: bo
         wire["stop_sequences"] = list(settings.stop)
     if settings.parallel_tool_calls is False and has_tools:
         wire["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
+    if settings.response_format is not None:  # native structured output
+        schema = dict(settings.response_format.schema)
+        wire["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
     wire.update(settings.extra_body or {})
     return wire
 

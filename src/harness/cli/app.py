@@ -16,6 +16,7 @@ from harness.core.usage import Limits
 from harness.errors import ConfigError, HarnessError
 from harness.runtime.harness import Harness
 from harness.runtime.settings import Settings, load_settings
+from harness.tools.preflight import check_workspace_tools
 
 __all__ = ["app", "main"]
 
@@ -106,6 +107,9 @@ def run(
             approvals=settings.approvals,
             strategy=strategy or settings.default_strategy,
         )
+        check_workspace_tools(
+            agent.tools, agent.workspace, allow_unsandboxed=agent.allow_unsandboxed
+        )
     except ConfigError as exc:
         fail(str(exc))
     unknown = [name for name in mcp or () if name not in settings.mcp_servers]
@@ -135,6 +139,26 @@ def run(
     if failures:
         _explain_failure(failures[-1], json_output)
     raise typer.Exit(0 if result.ok else 1)
+
+
+workspace_app = typer.Typer(help="Workspaces for agents.", no_args_is_help=True)
+app.add_typer(workspace_app, name="workspace")
+
+
+@workspace_app.command("new")
+def workspace_new(
+    parent: Annotated[
+        Path | None,
+        typer.Option(help="Where to make it (default: /tmp/harness-workspaces)."),
+    ] = None,
+) -> None:
+    """Make a fresh, empty workspace the sandbox can use, and print its path."""
+    from harness.tools.sandbox import make_workspace
+
+    try:
+        typer.echo(make_workspace(parent.absolute() if parent else None))
+    except (ConfigError, OSError) as exc:
+        fail(f"cannot make a workspace: {exc}")
 
 
 @app.command()

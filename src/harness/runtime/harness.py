@@ -33,6 +33,7 @@ from harness.runtime.settings import Settings, load_settings
 from harness.store import open_store
 from harness.store.protocol import EventStore, NewEvent, NewRun, RunRecord
 from harness.tools import ApprovalHandler, AuditLog
+from harness.tools.preflight import check_workspace_tools
 
 __all__ = ["Harness"]
 
@@ -161,6 +162,7 @@ class Harness:
             RunQueueFull: The queue of pending runs is at its bound.
         """
         _, max_queue, _, lease_s = self._limits
+        await _check_workspace(agent)
         model = agent.model if isinstance(agent.model, str) else agent.model.name
         messages = history or [Message.system(agent.system_prompt), Message.user(task)]
         portable = agent_metadata(agent)
@@ -486,3 +488,14 @@ class _Watcher:
         if event.seq == 0 or event.seq > self._last:
             self._last = max(self._last, event.seq)
             self.callback(event)
+
+
+async def _check_workspace(agent: AgentSpec) -> None:
+    """Refuse a run whose built-in tools could not use their workspace, before it exists."""
+    if any(isinstance(tool, str) for tool in agent.tools):
+        await asyncio.to_thread(
+            check_workspace_tools,
+            agent.tools,
+            agent.workspace,
+            allow_unsandboxed=agent.allow_unsandboxed,
+        )

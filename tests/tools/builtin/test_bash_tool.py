@@ -21,6 +21,7 @@ from harness.tools import ToolOutcome, Toolset, bash_tool
 from harness.tools.builtin import builtin_tool, clean_output
 from harness.tools.builtin.bash import WARNING_UNSANDBOXED
 from harness.tools.sandbox import Sandbox
+from harness.tools.workspaces import WorkspaceRefused
 
 LIMITS = Limits(tool_timeout=1.0, max_result_chars=100)
 """Deliberately tight: the bash tool must bring its own timeout and result size."""
@@ -90,8 +91,18 @@ async def test_cwd(tmp_path: Path) -> None:
     assert content(outcome) == f"{tmp_path}\n[exit code 0]"
 
 
-async def test_missing_cwd_is_a_tool_error(tmp_path: Path) -> None:
-    outcome = await bash("pwd", cwd=tmp_path / "absent")
+async def test_a_missing_cwd_is_refused_when_the_tool_is_made(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceRefused, match="does not exist"):
+        await bash("pwd", cwd=tmp_path / "absent")
+
+
+async def test_a_cwd_removed_after_the_tool_was_made_is_a_tool_error(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    toolset = Toolset([bash_tool(cwd=gone, sandbox=NO_SANDBOX, allow_unsandboxed=True)])
+    gone.rmdir()
+    call = ToolCall(id="call_1", name="bash", arguments=json.dumps({"command": "pwd"}))
+    outcome = await toolset.execute(call, limits=LIMITS)
     assert outcome.status == "tool_error"
     assert "could not be started" in content(outcome)
     assert "working directory" in content(outcome)

@@ -19,6 +19,7 @@ from harness.tools.builtin.files import (
     search_tool,
     write_file_tool,
 )
+from harness.tools.workspaces import WorkspaceRefused
 
 NAMES = ["read_file", "write_file", "edit_file", "list_dir", "search"]
 
@@ -243,9 +244,19 @@ def test_read_too_large_file_is_refused(ws: Path) -> None:
     assert "search" in error.hint
 
 
-def test_read_missing_workspace(tmp_path: Path) -> None:
-    error = refusal(tmp_path / "gone", "read_file", path="a.txt")
-    assert "cannot be opened" in error.message
+def test_a_missing_workspace_is_refused_when_the_tool_is_made(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceRefused, match="does not exist"):
+        read_file_tool(tmp_path / "gone")
+
+
+def test_a_workspace_removed_later_is_a_tool_error(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    tool = read_file_tool(gone)
+    gone.rmdir()
+    assert tool.function is not None
+    with pytest.raises(ToolError, match="cannot be opened"):
+        tool.function(path="a.txt")
 
 
 def test_normalised_paths(ws: Path) -> None:

@@ -19,7 +19,7 @@ from harness.tools.sandbox.bwrap import (
 )
 from harness.tools.sandbox.limits import prlimit_argv
 
-FDS = BwrapFds(passwd=5, group=6, hosts=7, info=8)
+FDS = BwrapFds(passwd=5, group=6, hosts=7, info=8, seccomp=9)
 
 
 def options(*, network: bool = False, env: dict[str, str] | None = None) -> list[str]:
@@ -70,6 +70,7 @@ def test_isolation_flags_and_read_only_root_last() -> None:
         "--size", "1024", "--tmpfs", "/tmp",
     ]  # fmt: skip
     assert args[args.index("--info-fd") + 1] == "8"
+    assert args[args.index("--seccomp") + 1] == "9"
 
 
 def test_network_shares_the_namespace_and_binds_resolver_files() -> None:

@@ -13,7 +13,8 @@ import pytest
 
 from harness.errors import ConfigError, ToolError
 from harness.tools.sandbox import make_workspace, prepare_workspace, read_workspace_file
-from harness.tools.sandbox.workspace import check_workspace, sandbox_host_uid
+from harness.tools.sandbox.idmap import IdMap
+from harness.tools.sandbox.workspace import SandboxWorkspace, check_workspace, sandbox_host_uid
 
 SANDBOX_UID = sandbox_host_uid()
 
@@ -36,7 +37,7 @@ def test_make_workspace_belongs_to_the_sandbox_uid(workspace: Path) -> None:
     assert info.st_uid == SANDBOX_UID
     assert stat.S_IMODE(info.st_mode) == 0o700
     assert stat.S_IMODE(workspace.parent.stat().st_mode) & 0o001
-    assert check_workspace(workspace) == workspace
+    assert check_workspace(workspace) == SandboxWorkspace(path=workspace)
 
 
 def test_make_workspace_creates_a_traversable_parent(parent: Path) -> None:
@@ -81,10 +82,14 @@ def test_prepare_hands_existing_content_over_without_following_links(parent: Pat
 
 
 @ROOT_ONLY
-def test_a_workspace_of_another_owner_is_refused(parent: Path) -> None:
+def test_as_root_a_workspace_of_another_owner_is_mounted_idmapped(parent: Path) -> None:
     parent.mkdir(mode=0o755)
-    with pytest.raises(ConfigError, match="prepare_workspace"):
-        check_workspace(parent)
+    os.chown(parent, 1234, 5678)
+    mount = check_workspace(parent)
+    assert mount.path == parent
+    assert mount.idmap == IdMap(uid=1234, gid=5678, to_id=SANDBOX_UID)
+    assert mount.mount_point is not None
+    assert (parent.stat().st_uid, parent.stat().st_gid) == (1234, 5678)  # nothing handed over
 
 
 def test_read_workspace_file(workspace: Path) -> None:

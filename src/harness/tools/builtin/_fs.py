@@ -5,8 +5,9 @@ symlink at any moment (research/sandbox.md §2.6, the confused deputy). So every
 starts from a descriptor of the workspace directory, opens one component at a time with
 `O_NOFOLLOW` relative to its parent's descriptor, and reads or writes through the descriptor
 it checked: no path is resolved by name twice, and a path with a symlink anywhere is refused.
-When the harness runs as root in a workspace owned by another uid (the sandbox's), what it
-creates is handed to that uid, so that sandboxed commands can change it.
+When the harness runs as root in a workspace of another owner (a user's project, or one of
+the sandbox uid's), what it creates is handed to the workspace's owner and group, as bash's
+idmapped workspace does for what commands create.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Final, Literal
 
 from harness.errors import ToolError
 from harness.tools.feedback import did_you_mean
+from harness.tools.workspaces import allowed_workspace
 
 __all__ = ["Entry", "EntryKind", "Workspace"]
 
@@ -62,10 +64,14 @@ class Entry:
 
 
 class Workspace:
-    """A directory (`root`, trusted) whose files are used without following any symlink."""
+    """A directory (`root`, trusted) whose files are used without following any symlink.
+
+    Raises:
+        WorkspaceRefused: `root` breaks the workspace rule (`harness.tools.workspaces`).
+    """
 
     def __init__(self, root: str | Path) -> None:
-        self.root = Path(root).absolute()
+        self.root = allowed_workspace(root)
 
     def parts(self, path: str, *, allow_root: bool = False) -> Parts:
         """The components of `path`; a `ToolError` if it is absolute or uses `..`."""
@@ -164,7 +170,8 @@ class Workspace:
                 hint="Tell the user: the file tools cannot work without their workspace.",
             ) from None
         info = os.fstat(root)
-        foreign = os.geteuid() == 0 and info.st_uid != 0
+        # Like bash's idmapped workspace: what is created belongs to the directory's owner.
+        foreign = os.geteuid() == 0 and (info.st_uid, info.st_gid) != (0, 0)
         owner = (info.st_uid, info.st_gid) if foreign else None
         fd = root
         try:

@@ -24,6 +24,7 @@ from harness.tools.context import ToolResult
 from harness.tools.results import NO_OUTPUT
 from harness.tools.sandbox import Sandbox, SandboxLimits, SandboxResult
 from harness.tools.spec import ToolSpec
+from harness.tools.workspaces import allowed_workspace
 
 __all__ = ["WARNING_UNSANDBOXED", "bash_tool", "clean_output", "run_bash"]
 
@@ -74,8 +75,9 @@ def bash_tool(
 
     Args:
         cwd: The workspace, the commands' working directory; `None` is the current
-            directory. For the sandbox it must be usable by the sandbox uid (see
-            `harness.tools.sandbox.make_workspace`).
+            directory. It must pass the workspace rule (`harness.tools.workspaces`). As
+            root, a directory the sandbox uid does not own is given to commands through an
+            idmapped mount: what they write belongs to the directory's owner.
         timeout: Seconds before the command and all its processes are killed.
         max_result_chars: Characters of output the model sees, start and end kept.
         env: The commands' environment. `None` passes a small one with no secrets from
@@ -88,9 +90,12 @@ def bash_tool(
 
     Returns:
         The spec of the `bash` tool (side effects `destructive`).
+
+    Raises:
+        WorkspaceRefused: `cwd` breaks the workspace rule.
     """
     runner = _Runner(
-        cwd=Path(cwd) if cwd is not None else None,
+        cwd=allowed_workspace(cwd if cwd is not None else Path.cwd()),
         timeout=timeout,
         env=dict(env) if env is not None else None,
         sandbox=sandbox or Sandbox(),
@@ -169,7 +174,7 @@ class _Runner:
     extra_env: dict[str, str] = field(default_factory=dict[str, str])
 
     async def bash(self, command: str) -> ToolResult:
-        workspace = self.cwd or Path.cwd()
+        workspace = self.cwd or Path.cwd()  # run_bash resolves None here, bash_tool at its making
         if self.allow_unsandboxed and not self.sandbox.probe().available:
             return await self._unsandboxed(command, workspace)
         try:
@@ -183,8 +188,8 @@ class _Runner:
         except ConfigError as exc:
             raise ToolError(
                 f"The sandbox cannot use the workspace {workspace}: {exc}",
-                hint="This needs the operator: give the agent a workspace made with "
-                "`harness workspace new` (or run harness as a normal user).",
+                hint="This needs the operator: run harness in a project directory of their "
+                "own, or give the agent a workspace made with `harness workspace new`.",
             ) from exc
         return _sandboxed_report(result, self.timeout)
 

@@ -72,6 +72,8 @@ class BwrapFds:
     """Holds `HOSTS`."""
     info: int
     """The write end of a pipe on which bwrap reports the pid of its child."""
+    seccomp: int
+    """Holds the BPF program that forbids setuid and setgid bits (`seccomp.setid_filter`)."""
 
 
 def bwrap_options(
@@ -100,6 +102,7 @@ def bwrap_options(
         *_filesystem(fds, network, tmp_bytes),
         *_workspace(workspace),
         "--info-fd", str(fds.info),
+        "--seccomp", str(fds.seccomp),
         # Last: earlier, the read-only root would stop the binds above from creating files.
         "--remount-ro", "/",
     ]  # fmt: skip

@@ -30,6 +30,7 @@ from harness.tools.sandbox.bwrap import (
     encode_args,
 )
 from harness.tools.sandbox.errors import SandboxUnavailable
+from harness.tools.sandbox.idmap import IdMap, enter_private_mounts, mount_idmapped
 from harness.tools.sandbox.limits import SandboxLimits, prlimit_argv
 from harness.tools.sandbox.output import OutputBuffer
 from harness.tools.sandbox.reaping import (
@@ -39,6 +40,7 @@ from harness.tools.sandbox.reaping import (
     reap_orphaned_inits,
 )
 from harness.tools.sandbox.result import SandboxResult, status_of
+from harness.tools.sandbox.seccomp import setid_filter
 
 __all__ = ["Job", "RunSpec"]
 
@@ -58,7 +60,12 @@ class RunSpec:
     """Host uid (and gid) to drop to before bwrap; None to stay who we are."""
     command: str
     workspace: Path | None
+    """Host directory for `/workspace`; None binds nothing."""
     limits: SandboxLimits
+    idmap: IdMap | None = None
+    """Mount the workspace with its owner shown as the sandbox uid (see `idmap.py`)."""
+    mount_point: Path | None = None
+    """Where the idmapped clone of the workspace is mounted for bwrap to bind."""
     network: bool = False
     env: Mapping[str, str] = field(default_factory=lambda: {})
 
@@ -112,6 +119,7 @@ class Job:
 
     def _run(self) -> tuple[_Ending, int, OutputBuffer]:
         become_subreaper()
+        workspace = self._mount_workspace()
         limits = self._spec.limits
         output = OutputBuffer(head=limits.head_bytes, tail=limits.tail_bytes)
         with contextlib.ExitStack() as fds:
@@ -119,7 +127,7 @@ class Job:
             fds.callback(os.close, info_read)
             with contextlib.ExitStack() as child_fds:
                 child_fds.callback(os.close, info_write)
-                proc = self._spawn(info_write, child_fds)
+                proc = self._spawn(info_write, child_fds, workspace)
             try:
                 ending = self._watch(proc, output)
             finally:
@@ -128,17 +136,39 @@ class Job:
                 _reap_init(child_pid_from_info(info_read))
         return ending, returncode, output
 
-    def _spawn(self, info_write: int, fds: contextlib.ExitStack) -> subprocess.Popen[bytes]:
+    def _mount_workspace(self) -> Path | None:
+        """The path bwrap binds at /workspace: an idmapped clone when the spec asks for one.
+
+        The clone lives in this thread's own mount namespace: `Sandbox.run` runs each job
+        in a thread made for it, so no other thread or process ever sees the mount.
+        """
+        spec = self._spec
+        if spec.idmap is None or spec.workspace is None or spec.mount_point is None:
+            return spec.workspace
+        try:
+            enter_private_mounts()
+            mount_idmapped(spec.workspace, spec.mount_point, spec.idmap)
+        except OSError as exc:
+            raise SandboxUnavailable(
+                f"cannot mount the workspace {spec.workspace} for the sandbox: {exc}",
+                hint="see `harness workspace new`, or run harness as a normal user",
+            ) from exc
+        return spec.mount_point
+
+    def _spawn(
+        self, info_write: int, fds: contextlib.ExitStack, workspace: Path | None
+    ) -> subprocess.Popen[bytes]:
         spec = self._spec
         data = BwrapFds(
             passwd=_memfd(fds, "passwd", PASSWD),
             group=_memfd(fds, "group", GROUP),
             hosts=_memfd(fds, "hosts", HOSTS),
             info=info_write,
+            seccomp=_memfd(fds, "seccomp", setid_filter()),
         )
         options = bwrap_options(
             fds=data,
-            workspace=spec.workspace,
+            workspace=workspace,
             network=spec.network,
             env=spec.env,
             tmp_bytes=spec.limits.tmp_bytes,
@@ -148,7 +178,7 @@ class Job:
             *prlimit_argv(spec.prlimit, spec.limits),
             *command_argv(spec.bwrap, args_fd, spec.command),
         ]
-        passed = (data.passwd, data.group, data.hosts, data.info, args_fd)
+        passed = (data.passwd, data.group, data.hosts, data.info, data.seccomp, args_fd)
         return _popen(argv, passed, spec.run_as)
 
     def _watch(self, proc: subprocess.Popen[bytes], output: OutputBuffer) -> _Ending:

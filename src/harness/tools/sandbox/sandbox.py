@@ -113,12 +113,15 @@ class Sandbox:
         status = self.probe()
         if not status.available:
             raise SandboxUnavailable(f"no sandbox available: {status.detail}", hint=status.fix)
+        mount = check_workspace(workspace, uid=self.uid)
         return RunSpec(
             bwrap=self.bwrap,
             prlimit=self.prlimit,
             run_as=run_as(self.uid),
             command=command,
-            workspace=check_workspace(workspace, uid=self.uid),
+            workspace=mount.path,
+            idmap=mount.idmap,
+            mount_point=mount.mount_point,
             limits=limits,
             network=network,
             env=env,

@@ -14,14 +14,19 @@ import os
 import stat
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConfigError, ToolError
+from harness.tools.sandbox.idmap import IdMap, probe_idmap
+from harness.tools.workspaces import allowed_workspace
 
 __all__ = [
     "DEFAULT_UID",
     "DEFAULT_WORKSPACE_ROOT",
+    "SandboxWorkspace",
     "check_workspace",
+    "idmap_mount_point",
     "make_workspace",
     "prepare_workspace",
     "read_workspace_file",
@@ -112,31 +117,64 @@ def _refuse_system_directory(real: Path) -> None:
         )
 
 
-def check_workspace(path: Path, *, uid: int = DEFAULT_UID) -> Path:
-    """Check that the sandbox uid can use `path` as its workspace.
+@dataclass(frozen=True, kw_only=True)
+class SandboxWorkspace:
+    """How a workspace reaches the sandbox: bound as it is, or through an idmapped mount."""
+
+    path: Path
+    """The workspace's real path on the host."""
+    idmap: IdMap | None = None
+    """As root, for a directory the sandbox uid does not own: its owner and group are shown
+    to the sandbox as the sandbox uid, and what the command writes lands owned by them."""
+    mount_point: Path | None = None
+    """Where the idmapped clone is mounted (in the command's own mount namespace)."""
+
+
+def check_workspace(path: Path, *, uid: int = DEFAULT_UID) -> SandboxWorkspace:
+    """Check that the sandbox can use `path` as its workspace, and say how.
+
+    The workspace rule (`harness.tools.workspaces`) comes first. Then, as root, a directory
+    of the sandbox uid is bound as it is, and one of any other owner through an idmapped
+    mount (checked once per filesystem and owner). As another user, the directory must be
+    that user's.
 
     Returns:
-        The workspace's absolute path, symlinks resolved.
+        The workspace's real path and how to mount it.
 
     Raises:
-        ConfigError: It is missing, not a directory, not owned by the sandbox uid, or a
-            parent is not traversable. Use `make_workspace` or `prepare_workspace`.
+        ConfigError: The rule refuses it, the kernel refuses the idmapped mount
+            (`IdmapRefused`, with the fix), or, not as root, it belongs to someone else.
     """
+    real = allowed_workspace(path)
+    info = real.stat()
     owner = sandbox_host_uid(uid)
-    try:
-        real = path.resolve(strict=True)
-        info = real.stat()
-    except OSError as exc:
-        raise ConfigError(f"workspace {path} is not usable: {exc}") from exc
-    if not stat.S_ISDIR(info.st_mode):
-        raise ConfigError(f"workspace {real} is not a directory")
-    if info.st_uid != owner:
+    if info.st_uid == owner:
+        _check_parents(real, owner)
+        return SandboxWorkspace(path=real)
+    if os.geteuid() != 0:
         raise ConfigError(
-            f"workspace {real} belongs to uid {info.st_uid}, not to the sandbox uid {owner}: "
-            "create it with make_workspace() or hand it over with prepare_workspace()"
+            f"workspace {real} belongs to uid {info.st_uid}, not to you (uid {owner}): "
+            "the sandbox runs commands as you, so use a directory of your own"
         )
-    _check_parents(real, owner)
-    return real
+    idmap = IdMap(uid=info.st_uid, gid=info.st_gid, to_id=uid)
+    mount_point = idmap_mount_point()
+    probe_idmap(real, mount_point, idmap)
+    return SandboxWorkspace(path=real, idmap=idmap, mount_point=mount_point)
+
+
+def idmap_mount_point() -> Path:
+    """The empty directory that idmapped workspaces are mounted on, each in its own namespace.
+
+    Under `DEFAULT_WORKSPACE_ROOT`, so that the sandbox uid can traverse to it whatever the
+    modes of the workspace's own parents (root's home is 0700).
+    """
+    point = _ensure_parent(DEFAULT_WORKSPACE_ROOT) / ".idmap"
+    with contextlib.suppress(FileExistsError):
+        point.mkdir(mode=_TRAVERSABLE)
+    info = point.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != 0:
+        raise ConfigError(f"{point} must be a directory of root's (someone may have planted it)")
+    return point
 
 
 def _ensure_parent(parent: Path) -> Path:

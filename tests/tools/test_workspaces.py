@@ -1,0 +1,113 @@
+"""One workspace rule for every built-in tool, checked once, before a run exists."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import Agent, Harness
+from harness.runtime import Settings
+from harness.testing import ScriptedModel, call, reply
+from harness.tools.builtin import BUILTIN_TOOLS, BuiltinOptions
+from harness.tools.sandbox import Sandbox
+from harness.tools.workspaces import WorkspaceRefused, allowed_workspace
+
+WORKSPACE_TOOLS = ["bash", "read_file", "write_file", "edit_file", "list_dir", "search"]
+
+
+@pytest.fixture
+def home_dot_dir() -> Iterator[Path]:
+    """A credentials-like dot-directory in our home (made for the test, then removed)."""
+    path = Path(tempfile.mkdtemp(prefix=".harness-test-", dir=Path.home())) / "keys"
+    path.mkdir()
+    yield path
+    shutil.rmtree(path.parent)
+
+
+REFUSED = ["/", "/etc", "/etc/ssl", "/usr", "/usr/lib", "/bin", "/proc", "/sys", "/dev",
+           "/var/lib", "/var/log", "/run", "/boot", "/home", "/tmp", "/opt", "/srv",
+           "/var"]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", [p for p in REFUSED if Path(p).is_dir()])
+@pytest.mark.parametrize("name", WORKSPACE_TOOLS)
+def test_system_and_shared_directories_are_refused_by_every_tool(path: str, name: str) -> None:
+    with pytest.raises(WorkspaceRefused, match="as a workspace") as caught:
+        BUILTIN_TOOLS[name](BuiltinOptions(workspace=Path(path)))
+    assert "harness workspace new" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", WORKSPACE_TOOLS)
+def test_a_home_and_its_dot_directories_are_refused(name: str, home_dot_dir: Path) -> None:
+    for path in (Path.home(), home_dot_dir, home_dot_dir.parent):
+        with pytest.raises(WorkspaceRefused, match="home"):
+            BUILTIN_TOOLS[name](BuiltinOptions(workspace=path))
+
+
+def test_the_python_installation_is_refused() -> None:
+    with pytest.raises(WorkspaceRefused, match="Python installation"):
+        allowed_workspace(sys.prefix)
+
+
+def test_a_symlink_to_a_system_directory_is_judged_by_its_target(tmp_path: Path) -> None:
+    (tmp_path / "looks-harmless").symlink_to("/etc")
+    with pytest.raises(WorkspaceRefused, match="refusing /etc"):
+        allowed_workspace(tmp_path / "looks-harmless")
+
+
+def test_missing_paths_and_files_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(WorkspaceRefused, match="does not exist"):
+        allowed_workspace(tmp_path / "absent")
+    with pytest.raises(WorkspaceRefused, match="not a directory"):
+        allowed_workspace(tmp_path / "file")
+
+
+@pytest.mark.parametrize("name", WORKSPACE_TOOLS)
+def test_projects_are_accepted_wherever_they_live(name: str, tmp_path: Path) -> None:
+    in_home = Path(tempfile.mkdtemp(prefix="project-", dir=Path.home()))
+    try:
+        for path in (tmp_path, in_home, Path(__file__).parents[2]):
+            BUILTIN_TOOLS[name](BuiltinOptions(workspace=path))
+    finally:
+        in_home.rmdir()
+
+
+async def test_a_refused_workspace_fails_submit_and_stores_no_run(tmp_path: Path) -> None:
+    agent = Agent(
+        model=ScriptedModel([reply("never")]), tools=["read_file"], workspace=Path("/etc")
+    )
+    async with Harness(Settings(home=tmp_path)) as harness:
+        with pytest.raises(WorkspaceRefused, match="system directory"):
+            await harness.submit(agent, "read shadow")
+        assert await harness.list() == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root's own project: the idmapped case")
+async def test_an_agent_as_root_works_in_its_own_root_owned_project(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    project = Path(tempfile.mkdtemp(prefix="home-")) / "proj"  # under a 0700 parent
+    project.mkdir()
+    try:
+        model = ScriptedModel([
+            reply(None, call("bash", {"command": "echo made > made.txt && id -u"})),
+            reply(None, call("read_file", {"path": "made.txt"})),
+            reply("done"),
+        ])  # fmt: skip
+        agent = Agent(model=model, tools=["bash", "read_file"], workspace=project)
+        async with Harness(Settings(home=tmp_path)) as harness:
+            result = await harness.wait(await harness.submit(agent, "make a file"))
+        assert result.output == "done"
+        tool_messages = [m.content or "" for m in result.messages if m.role == "tool"]
+        assert tool_messages[0].startswith("1000\n")
+        assert "made" in tool_messages[1]
+        assert (project / "made.txt").stat().st_uid == 0
+    finally:
+        shutil.rmtree(project.parent)

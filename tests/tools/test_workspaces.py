@@ -111,3 +111,38 @@ async def test_an_agent_as_root_works_in_its_own_root_owned_project(
         assert (project / "made.txt").stat().st_uid == 0
     finally:
         shutil.rmtree(project.parent)
+
+
+async def test_harness_own_home_inside_the_project_is_out_of_every_tools_reach(
+    sandbox: Sandbox,
+) -> None:
+    project = Path(tempfile.mkdtemp(prefix="proj-", dir="/tmp/harness-workspaces"))
+    home = project / ".harness"  # the default: ./.harness, in the directory harness runs in
+    try:
+        (project / "notes.txt").write_text("mine\n")
+        model = ScriptedModel([
+            reply(None, call("bash", {"command":
+                "ls -A .harness | wc -l; touch .harness/forged 2>&1; ls -A"})),  # fmt: skip
+            reply(None, call("read_file", {"path": ".harness/harness.db"})),
+            reply(None, call("write_file", {"path": "./.harness/harness.db", "content": "x"})),
+            reply(None, call("list_dir", {"path": "."})),
+            reply(None, call("search", {"pattern": "SQLite"})),
+            reply("done"),
+        ])  # fmt: skip
+        tools = ["bash", "read_file", "write_file", "list_dir", "search"]
+        agent = Agent(model=model, tools=tools, workspace=project)
+        async with Harness(Settings(home=home)) as harness:
+            result = await harness.wait(await harness.submit(agent, "forge an approval"))
+        outputs = [m.content or "" for m in result.messages if m.role == "tool"]
+        listed, read, written, entries, found = outputs
+        assert listed.startswith("0\n")  # commands see an empty directory in its place
+        assert "Read-only file system" in listed
+        assert "where harness keeps its own records" in read
+        assert "where harness keeps its own records" in written
+        assert ".harness" not in entries
+        assert "notes.txt" in entries
+        assert ".harness" not in found
+        assert not (home / "forged").exists()
+        assert (home / "harness.db").stat().st_size > 0
+    finally:
+        shutil.rmtree(project)

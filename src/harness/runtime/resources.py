@@ -76,6 +76,7 @@ class AgentResources:
                     workspace=agent.workspace,
                     network=agent.network,
                     allow_unsandboxed=agent.allow_unsandboxed,
+                    private=(self.settings.home,),
                 )
                 for t in agent.tools
             ]

@@ -45,6 +45,9 @@ class BuiltinOptions:
     """Whether bash commands get the host's network (calls then need approval)."""
     allow_unsandboxed: bool = False
     """Run bash commands on the host when no sandbox works (each then needs approval)."""
+    private: tuple[Path, ...] = ()
+    """Directories inside the workspace out of every tool's reach: harness's own home
+    (its store holds approvals and audit). Hidden from bash, refused by the file tools."""
 
 
 def _bash(options: BuiltinOptions) -> ToolSpec:
@@ -52,16 +55,17 @@ def _bash(options: BuiltinOptions) -> ToolSpec:
         cwd=options.workspace,
         network=options.network,
         allow_unsandboxed=options.allow_unsandboxed,
+        private=options.private,
     )
 
 
 BUILTIN_TOOLS: Final[dict[str, Callable[[BuiltinOptions], ToolSpec]]] = {
     "bash": _bash,
-    "read_file": lambda options: read_file_tool(options.workspace),
-    "write_file": lambda options: write_file_tool(options.workspace),
-    "edit_file": lambda options: edit_file_tool(options.workspace),
-    "list_dir": lambda options: list_dir_tool(options.workspace),
-    "search": lambda options: search_tool(options.workspace),
+    "read_file": lambda options: read_file_tool(options.workspace, private=options.private),
+    "write_file": lambda options: write_file_tool(options.workspace, private=options.private),
+    "edit_file": lambda options: edit_file_tool(options.workspace, private=options.private),
+    "list_dir": lambda options: list_dir_tool(options.workspace, private=options.private),
+    "search": lambda options: search_tool(options.workspace, private=options.private),
 }
 """Makers of the built-in tools, by the name an agent uses for them."""
 
@@ -75,6 +79,7 @@ def builtin_tool(
     workspace: Path | None = None,
     network: bool = False,
     allow_unsandboxed: bool = False,
+    private: tuple[Path, ...] = (),
 ) -> ToolSpec:
     """Make the built-in tool called `name`, working in `workspace`.
 
@@ -83,6 +88,7 @@ def builtin_tool(
         workspace: Directory the tool works in; `None` is the current directory.
         network: For bash: give commands the host's network.
         allow_unsandboxed: For bash: run on the host when no sandbox works.
+        private: Directories inside the workspace that the tool must not reach.
 
     Returns:
         The tool's spec, with its default settings.
@@ -95,6 +101,9 @@ def builtin_tool(
         known = ", ".join(sorted(BUILTIN_TOOLS))
         raise ToolDefinitionError(f"No built-in tool is named {name!r}; built-in tools: {known}.")
     options = BuiltinOptions(
-        workspace=workspace, network=network, allow_unsandboxed=allow_unsandboxed
+        workspace=workspace,
+        network=network,
+        allow_unsandboxed=allow_unsandboxed,
+        private=private,
     )
     return make(options)

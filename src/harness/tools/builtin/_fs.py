@@ -17,7 +17,7 @@ import errno
 import os
 import posixpath
 import stat
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
@@ -26,7 +26,7 @@ from harness.errors import ToolError
 from harness.tools.feedback import did_you_mean
 from harness.tools.workspaces import allowed_workspace
 
-__all__ = ["Entry", "EntryKind", "Workspace"]
+__all__ = ["Entry", "EntryKind", "Private", "Workspace", "private_parts"]
 
 EntryKind = Literal["dir", "file", "symlink", "other"]
 """What a directory entry is; symlinks are reported as such and never followed."""
@@ -40,6 +40,8 @@ _CHUNK: Final = 1 << 16
 _EXAMPLE: Final = "e.g. 'src/main.py'"
 
 Parts = tuple[str, ...]
+Private = Sequence[str | Path]
+"""Directories inside a workspace that no tool may touch (harness's own home)."""
 Owner = tuple[int, int] | None  # uid and gid for what the tools create, if not the harness's
 
 
@@ -70,8 +72,9 @@ class Workspace:
         WorkspaceRefused: `root` breaks the workspace rule (`harness.tools.workspaces`).
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, *, private: Private = ()) -> None:
         self.root = allowed_workspace(root)
+        self.private = private_parts(self.root, private)
 
     def parts(self, path: str, *, allow_root: bool = False) -> Parts:
         """The components of `path`; a `ToolError` if it is absolute or uses `..`."""
@@ -80,12 +83,22 @@ class Workspace:
         parts = tuple(part for part in path.split("/") if part not in ("", "."))
         if path.startswith("/") or ".." in parts:
             raise _outside(path, self.root)
+        self._check_public(path, parts)
         if not parts and not allow_root:
             raise ToolError(
                 f"{path!r} is the workspace root itself, but a file path is needed.",
                 hint=f"Name a file relative to the workspace root, {_EXAMPLE}.",
             )
         return parts
+
+    def _check_public(self, path: str, parts: Parts) -> None:
+        for private in self.private:
+            if parts[: len(private)] == private:
+                raise ToolError(
+                    f"{path!r} is inside {'/'.join(private)!r}, where harness keeps its own "
+                    "records; it is not part of the workspace.",
+                    hint="Work with the project's other files.",
+                )
 
     def read(self, path: str, *, max_bytes: int) -> bytes:
         """The content of the regular file at `path`, at most `max_bytes` long."""
@@ -130,16 +143,17 @@ class Workspace:
         (depth 0). Exhaust or close the iterator to free its descriptors.
         """
         parts = self.parts(path, allow_root=True)
+        hidden = frozenset("/".join(private) for private in self.private)
         with self._parent(parts or ("",)) as (_, parent):
             if not parts:
-                yield from _walk_dir(parent, "", 1, max_depth, skip)
+                yield from _walk_dir(parent, "", 1, max_depth, skip, hidden)
                 return
             info = _lstat(parent, parts)
             if not stat.S_ISDIR(info.st_mode):
                 yield _entry(parent, "/".join(parts), info, depth=0)
                 return
             with _opened(parent, parts, _DIR_FLAGS) as fd:
-                yield from _walk_dir(fd, "/".join(parts) + "/", 1, max_depth, skip)
+                yield from _walk_dir(fd, "/".join(parts) + "/", 1, max_depth, skip, hidden)
 
     @staticmethod
     def read_entry(entry: Entry, *, max_bytes: int) -> bytes | None:
@@ -182,6 +196,19 @@ class Workspace:
             raise
         with _closing(fd):
             yield owner, fd
+
+
+def private_parts(root: Path, private: Private) -> tuple[Parts, ...]:
+    """The directories of `private` that lie inside `root`, as parts relative to it."""
+    found: list[Parts] = []
+    for path in private:
+        try:
+            relative = Path(path).resolve().relative_to(root)
+        except ValueError:  # elsewhere: nothing to hide
+            continue
+        if relative.parts:
+            found.append(relative.parts)
+    return tuple(found)
 
 
 @contextlib.contextmanager
@@ -292,11 +319,13 @@ def _replace_content(fd: int, data: bytes) -> None:
 
 
 def _walk_dir(
-    fd: int, prefix: str, depth: int, max_depth: int, skip: frozenset[str]
+    fd: int, prefix: str, depth: int, max_depth: int, skip: frozenset[str], hidden: frozenset[str]
 ) -> Iterator[Entry]:
     with os.scandir(fd) as scan:
         names = sorted(item.name for item in scan)
     for name in names:
+        if prefix + name in hidden:
+            continue
         try:
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except OSError:  # removed meanwhile
@@ -309,7 +338,7 @@ def _walk_dir(
         except OSError:  # swapped for a symlink or removed meanwhile: not entered
             continue
         with _closing(sub):
-            yield from _walk_dir(sub, f"{prefix}{name}/", depth + 1, max_depth, skip)
+            yield from _walk_dir(sub, f"{prefix}{name}/", depth + 1, max_depth, skip, hidden)
 
 
 def _entry(dir_fd: int, path: str, info: os.stat_result, *, depth: int) -> Entry:

@@ -13,12 +13,13 @@ import os
 import re
 import shutil
 import signal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
 from harness.errors import ConfigError, ToolError
+from harness.tools.builtin._fs import private_parts
 from harness.tools.builtin._process import Ending, ProcessResult, run_process
 from harness.tools.context import ToolResult
 from harness.tools.results import NO_OUTPUT
@@ -67,6 +68,7 @@ def bash_tool(
     network: bool = False,
     allow_unsandboxed: bool = False,
     limits: SandboxLimits | None = None,
+    private: Sequence[str | Path] = (),
 ) -> ToolSpec:
     """Make the `bash` tool, which runs one shell command per call, sandboxed.
 
@@ -87,6 +89,8 @@ def bash_tool(
         allow_unsandboxed: Run commands on the host when no sandbox works here, instead of
             refusing. Calls then need approval.
         limits: Resource limits inside the sandbox; `timeout` sets their wall clock.
+        private: Directories inside the workspace that commands must not see, such as
+            harness's own home: an empty read-only directory stands in for each.
 
     Returns:
         The spec of the `bash` tool (side effects `destructive`).
@@ -94,8 +98,10 @@ def bash_tool(
     Raises:
         WorkspaceRefused: `cwd` breaks the workspace rule.
     """
+    workspace = allowed_workspace(cwd if cwd is not None else Path.cwd())
     runner = _Runner(
-        cwd=allowed_workspace(cwd if cwd is not None else Path.cwd()),
+        cwd=workspace,
+        hidden=tuple("/".join(parts) for parts in private_parts(workspace, private)),
         timeout=timeout,
         env=dict(env) if env is not None else None,
         sandbox=sandbox or Sandbox(),
@@ -172,6 +178,7 @@ class _Runner:
     allow_unsandboxed: bool
     limits: SandboxLimits
     extra_env: dict[str, str] = field(default_factory=dict[str, str])
+    hidden: tuple[str, ...] = ()
 
     async def bash(self, command: str) -> ToolResult:
         workspace = self.cwd or Path.cwd()  # run_bash resolves None here, bash_tool at its making
@@ -184,6 +191,7 @@ class _Runner:
                 limits=self.limits,
                 network=self.network,
                 env={**(self.env or {}), **self.extra_env},
+                hidden=self.hidden,
             )
         except ConfigError as exc:
             raise ToolError(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.errors import ToolError
-from harness.tools.builtin._fs import Entry, Workspace
+from harness.tools.builtin._fs import Entry, Private, Workspace
 from harness.tools.feedback import did_you_mean
 from harness.tools.spec import SideEffects, ToolSpec
 
@@ -65,9 +65,15 @@ def _spec(
     return declare
 
 
-def read_file_tool(workspace: str | Path | None = None, *, max_chars: int = 20_000) -> ToolSpec:
-    """Make `read_file` for `workspace` (`None`: the cwd), showing `max_chars` per call."""
-    files = Workspace(workspace or Path.cwd())
+def read_file_tool(
+    workspace: str | Path | None = None, *, max_chars: int = 20_000, private: Private = ()
+) -> ToolSpec:
+    """Make `read_file` for `workspace` (`None`: the cwd), showing `max_chars` per call.
+
+    `private` directories inside the workspace (harness's own home) are out of reach; so
+    for every file tool.
+    """
+    files = Workspace(workspace or Path.cwd(), private=private)
 
     def read_file(path: str, start_line: int = 1, end_line: int | None = None) -> str:
         shown = "/".join(files.parts(path))
@@ -89,9 +95,9 @@ def read_file_tool(workspace: str | Path | None = None, *, max_chars: int = 20_0
     )
 
 
-def write_file_tool(workspace: str | Path | None = None) -> ToolSpec:
+def write_file_tool(workspace: str | Path | None = None, *, private: Private = ()) -> ToolSpec:
     """Make `write_file` for `workspace` (`None`: the current directory)."""
-    files = Workspace(workspace or Path.cwd())
+    files = Workspace(workspace or Path.cwd(), private=private)
 
     def write_file(path: str, content: str) -> str:
         shown = "/".join(files.parts(path))
@@ -113,9 +119,9 @@ def write_file_tool(workspace: str | Path | None = None) -> ToolSpec:
     )
 
 
-def edit_file_tool(workspace: str | Path | None = None) -> ToolSpec:
+def edit_file_tool(workspace: str | Path | None = None, *, private: Private = ()) -> ToolSpec:
     """Make `edit_file` for `workspace` (`None`: the current directory)."""
-    files = Workspace(workspace or Path.cwd())
+    files = Workspace(workspace or Path.cwd(), private=private)
 
     def edit_file(path: str, old_text: str, new_text: str) -> str:
         shown = "/".join(files.parts(path))
@@ -152,9 +158,11 @@ def edit_file_tool(workspace: str | Path | None = None) -> ToolSpec:
     )
 
 
-def list_dir_tool(workspace: str | Path | None = None, *, max_entries: int = 300) -> ToolSpec:
+def list_dir_tool(
+    workspace: str | Path | None = None, *, max_entries: int = 300, private: Private = ()
+) -> ToolSpec:
     """Make `list_dir` for `workspace` (`None`: the cwd), listing `max_entries` per call."""
-    files = Workspace(workspace or Path.cwd())
+    files = Workspace(workspace or Path.cwd(), private=private)
 
     def list_dir(path: str = ".", depth: int = 1) -> str:
         shown = "/".join(files.parts(path, allow_root=True)) or "."
@@ -179,9 +187,11 @@ def list_dir_tool(workspace: str | Path | None = None, *, max_entries: int = 300
     )
 
 
-def search_tool(workspace: str | Path | None = None, *, max_matches: int = 100) -> ToolSpec:
+def search_tool(
+    workspace: str | Path | None = None, *, max_matches: int = 100, private: Private = ()
+) -> ToolSpec:
     """Make `search` for `workspace` (`None`: the cwd), reporting `max_matches` per call."""
-    files = Workspace(workspace or Path.cwd())
+    files = Workspace(workspace or Path.cwd(), private=private)
 
     def search(pattern: str, path: str = ".", glob: str | None = None) -> str:
         regex = _compile(pattern)
@@ -206,10 +216,10 @@ def search_tool(workspace: str | Path | None = None, *, max_matches: int = 100) 
     )
 
 
-def file_tools(workspace: str | Path | None = None) -> list[ToolSpec]:
+def file_tools(workspace: str | Path | None = None, *, private: Private = ()) -> list[ToolSpec]:
     """`read_file`, `write_file`, `edit_file`, `list_dir` and `search` for `workspace`."""
     makers = (read_file_tool, write_file_tool, edit_file_tool, list_dir_tool, search_tool)
-    return [make(workspace) for make in makers]
+    return [make(workspace, private=private) for make in makers]
 
 
 def _is_binary(data: bytes) -> bool:

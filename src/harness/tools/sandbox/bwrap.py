@@ -83,6 +83,7 @@ def bwrap_options(
     network: bool,
     env: Mapping[str, str],
     tmp_bytes: int,
+    hidden: Sequence[str] = (),
 ) -> list[str]:
     """The bwrap options that isolate one command; they go through `--args`.
 
@@ -92,6 +93,7 @@ def bwrap_options(
         network: Keep the host's network namespace (egress) instead of an empty one.
         env: Extra variables for the command, on top of PATH, HOME, LANG and TMPDIR.
         tmp_bytes: Size of the private `/tmp`.
+        hidden: Workspace directories, relative, each covered by an empty read-only tmpfs.
 
     Returns:
         The options, without the command.
@@ -100,7 +102,7 @@ def bwrap_options(
         *_isolation(network),
         *_environment(env),
         *_filesystem(fds, network, tmp_bytes),
-        *_workspace(workspace),
+        *_workspace(workspace, hidden),
         "--info-fd", str(fds.info),
         "--seccomp", str(fds.seccomp),
         # Last: earlier, the read-only root would stop the binds above from creating files.
@@ -140,10 +142,14 @@ def _filesystem(fds: BwrapFds, network: bool, tmp_bytes: int) -> list[str]:
     return [*options, "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
 
 
-def _workspace(workspace: Path | None) -> list[str]:
+def _workspace(workspace: Path | None, hidden: Sequence[str]) -> list[str]:
     if workspace is None:
         return ["--chdir", "/"]
-    return ["--bind", str(workspace), "/workspace", "--chdir", "/workspace"]
+    options = ["--bind", str(workspace), "/workspace"]
+    for relative in hidden:
+        inside = f"/workspace/{relative}"
+        options += ["--size", "4096", "--tmpfs", inside, "--remount-ro", inside]
+    return [*options, "--chdir", "/workspace"]
 
 
 def command_argv(bwrap: str, args_fd: int, command: str) -> list[str]:

@@ -68,6 +68,8 @@ class RunSpec:
     """Where the idmapped clone of the workspace is mounted for bwrap to bind."""
     network: bool = False
     env: Mapping[str, str] = field(default_factory=lambda: {})
+    hidden: tuple[str, ...] = ()
+    """Workspace directories (relative) covered by an empty read-only tmpfs."""
 
 
 class Job:
@@ -172,6 +174,7 @@ class Job:
             network=spec.network,
             env=spec.env,
             tmp_bytes=spec.limits.tmp_bytes,
+            hidden=spec.hidden,
         )
         args_fd = _memfd(fds, "bwrap-args", encode_args(options))
         argv = [

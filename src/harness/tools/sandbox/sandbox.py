@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -71,6 +71,7 @@ class Sandbox:
         limits: SandboxLimits = DEFAULT_LIMITS,
         network: bool = False,
         env: Mapping[str, str] | None = None,
+        hidden: Sequence[str] = (),
     ) -> SandboxResult:
         """Run `command` with bash in the sandbox and return what it did.
 
@@ -85,6 +86,8 @@ class Sandbox:
             limits: Resource limits.
             network: Share the host's network (egress, and every host loopback service).
             env: Extra environment variables for the command.
+            hidden: Directories of the workspace, relative to it, that the command must
+                not see: each that exists is covered by an empty read-only tmpfs.
 
         Returns:
             Exit status, flags and the cleaned head and tail of stdout and stderr.
@@ -97,7 +100,7 @@ class Sandbox:
         check_command(command)
         check_env(env or {})
         spec = await asyncio.to_thread(
-            self._spec, command, workspace, limits, network, dict(env or {})
+            self._spec, command, workspace, limits, network, dict(env or {}), tuple(hidden)
         )
         job = Job(spec)
         return await _in_thread(job.run, on_cancel=job.cancel)
@@ -109,6 +112,7 @@ class Sandbox:
         limits: SandboxLimits,
         network: bool,
         env: dict[str, str],
+        hidden: tuple[str, ...],
     ) -> RunSpec:
         status = self.probe()
         if not status.available:
@@ -125,7 +129,14 @@ class Sandbox:
             limits=limits,
             network=network,
             env=env,
+            hidden=tuple(rel for rel in hidden if _is_directory(mount.path, rel)),
         )
+
+
+def _is_directory(workspace: Path, relative: str) -> bool:
+    # Checked by the harness, so a link the command planted there is not followed below.
+    path = workspace / relative
+    return not path.is_symlink() and path.is_dir()
 
 
 async def _in_thread(work: Callable[[], _T], *, on_cancel: Callable[[], None]) -> _T:

@@ -73,13 +73,17 @@ async def test_without_a_sandbox_the_tool_refuses_and_says_how_to_fix_it(
     assert not marker.exists()
 
 
-async def test_a_workspace_the_sandbox_cannot_use_is_refused_with_the_fix(
+async def test_a_directory_under_a_private_parent_is_a_workspace_without_handing_it_over(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
+    # pytest's tmp_path sits under a 0700 directory; as root it is root's, not the sandbox's.
+    owner = tmp_path.stat().st_uid
     toolset = Toolset([bash_tool(cwd=tmp_path, sandbox=sandbox)])
-    outcome = await toolset.execute(call("true"), limits=LIMITS)
-    assert outcome.status == "tool_error"
-    assert "harness workspace new" in outcome.output
+    outcome = await toolset.execute(call("echo made > out.txt"), limits=LIMITS)
+    assert outcome.status == "ok", outcome.output
+    assert (tmp_path / "out.txt").read_text() == "made\n"
+    assert (tmp_path / "out.txt").stat().st_uid == owner
+    assert tmp_path.stat().st_uid == owner
 
 
 async def test_long_output_is_cut_and_readable_page_by_page(

@@ -32,7 +32,7 @@ def home_dot_dir() -> Iterator[Path]:
 
 REFUSED = ["/", "/etc", "/etc/ssl", "/usr", "/usr/lib", "/bin", "/proc", "/sys", "/dev",
            "/var/lib", "/var/log", "/run", "/boot", "/home", "/tmp", "/opt", "/srv",
-           "/var"]  # fmt: skip
+           "/var", "/tmp/harness-workspaces"]  # fmt: skip
 
 
 @pytest.mark.parametrize("path", [p for p in REFUSED if Path(p).is_dir()])
@@ -120,15 +120,22 @@ async def test_harness_own_home_inside_the_project_is_out_of_every_tools_reach(
     home = project / ".harness"  # the default: ./.harness, in the directory harness runs in
     try:
         (project / "notes.txt").write_text("mine\n")
-        model = ScriptedModel([
-            reply(None, call("bash", {"command":
-                "ls -A .harness | wc -l; touch .harness/forged 2>&1; ls -A"})),  # fmt: skip
-            reply(None, call("read_file", {"path": ".harness/harness.db"})),
-            reply(None, call("write_file", {"path": "./.harness/harness.db", "content": "x"})),
-            reply(None, call("list_dir", {"path": "."})),
-            reply(None, call("search", {"pattern": "SQLite"})),
-            reply("done"),
-        ])  # fmt: skip
+        model = ScriptedModel(
+            [
+                reply(
+                    None,
+                    call(
+                        "bash",
+                        {"command": "ls -A .harness | wc -l; touch .harness/forged 2>&1; ls -A"},
+                    ),
+                ),
+                reply(None, call("read_file", {"path": ".harness/harness.db"})),
+                reply(None, call("write_file", {"path": "./.harness/harness.db", "content": "x"})),
+                reply(None, call("list_dir", {"path": "."})),
+                reply(None, call("search", {"pattern": "SQLite"})),
+                reply("done"),
+            ]
+        )
         tools = ["bash", "read_file", "write_file", "list_dir", "search"]
         agent = Agent(model=model, tools=tools, workspace=project)
         async with Harness(Settings(home=home)) as harness:

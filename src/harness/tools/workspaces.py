@@ -18,7 +18,10 @@ from typing import Final
 
 from harness.errors import ConfigError
 
-__all__ = ["WorkspaceRefused", "allowed_workspace"]
+__all__ = ["DEFAULT_WORKSPACE_ROOT", "WorkspaceRefused", "allowed_workspace"]
+
+DEFAULT_WORKSPACE_ROOT: Final = Path("/tmp/harness-workspaces")
+"""Where `harness workspace new` makes workspaces; it holds them all, so it is none itself."""
 
 _SYSTEM_TREES: Final = tuple(
     Path(p)
@@ -70,7 +73,7 @@ def allowed_workspace(path: str | Path) -> Path:
 
 
 def _refusal(real: Path) -> str | None:
-    if real in _SHARED_ROOTS:
+    if real in _SHARED_ROOTS or real in (DEFAULT_WORKSPACE_ROOT, DEFAULT_WORKSPACE_ROOT / ".idmap"):
         return "it is / or a directory shared by the whole system"
     if any(real == tree or tree in real.parents for tree in _SYSTEM_TREES):
         return "it is a system directory"

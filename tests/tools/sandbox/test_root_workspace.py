@@ -21,8 +21,10 @@ import pytest
 from harness.core import Limits, ToolCall
 from harness.tools import Toolset, bash_tool
 from harness.tools.builtin import read_file_tool
-from harness.tools.sandbox import Sandbox, SandboxLimits
+from harness.tools.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 from harness.tools.sandbox.idmap import IdmapRefused
+from harness.tools.sandbox.probe import run_as
+from harness.tools.sandbox.runner import Job, RunSpec
 from harness.tools.sandbox.workspace import check_workspace
 
 pytestmark = pytest.mark.skipif(
@@ -235,3 +237,29 @@ async def test_a_refused_mount_never_runs_the_command_bare(sandbox: Sandbox) -> 
     finally:
         subprocess.run(["umount", str(base)], check=True)
         base.rmdir()
+
+
+async def test_a_directory_swapped_after_its_check_is_never_mounted(
+    sandbox: Sandbox, project: Path
+) -> None:
+    checked = check_workspace(project)
+    victim = project.parent / "victim"
+    victim.mkdir()
+    (victim / "secret").write_text("root only\n")
+    project.rename(project.parent / "moved")
+
+    def attempt() -> str:
+        spec = RunSpec(
+            bwrap=sandbox.bwrap, prlimit=sandbox.prlimit, run_as=run_as(sandbox.uid),
+            command="cat secret", workspace=checked.path, idmap=checked.idmap,
+            mount_point=checked.mount_point, identity=checked.identity, limits=SandboxLimits(),
+        )  # fmt: skip
+        with pytest.raises(SandboxUnavailable) as caught:
+            Job(spec).run()
+        return str(caught.value)
+
+    project.symlink_to(victim)  # the same path now leads to another root-owned directory
+    assert "Not a directory" in await asyncio.to_thread(attempt)
+    project.unlink()
+    victim.rename(project)  # a different directory under the checked name
+    assert "no longer the directory that was checked" in await asyncio.to_thread(attempt)

@@ -41,7 +41,6 @@ _SYS_MOUNT_SETATTR: Final = 442
 _OPEN_TREE_CLONE: Final = 1
 _OPEN_TREE_CLOEXEC: Final = os.O_CLOEXEC
 _AT_FDCWD: Final = -100
-_AT_SYMLINK_NOFOLLOW: Final = 0x100
 _AT_EMPTY_PATH: Final = 0x1000
 _MOVE_MOUNT_F_EMPTY_PATH: Final = 0x4
 _MOUNT_ATTR_IDMAP: Final = 0x00100000
@@ -112,27 +111,41 @@ def enter_private_mounts() -> None:
     _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_SLAVE, None), "mount --make-rslave /")
 
 
-def mount_idmapped(source: Path, target: Path, idmap: IdMap) -> None:
+def mount_idmapped(
+    source: Path, target: Path, idmap: IdMap, *, identity: tuple[int, int] | None = None
+) -> None:
     """Mount a clone of `source` at `target`, its owner and group shown as `idmap.to_id`.
 
     Call it after `enter_private_mounts`, so that only this thread's commands see the mount.
+    The directory is opened once and cloned through that descriptor; if it is no longer the
+    directory that was checked (another device and inode, or another owner: someone swapped
+    a component of the path for a link), nothing is mounted.
+
+    Args:
+        source: The workspace directory.
+        target: An empty directory to mount on.
+        idmap: Whose files appear as the sandbox's.
+        identity: The (st_dev, st_ino) the directory had when it was checked.
 
     Raises:
-        OSError: The kernel or filesystem refused (EPERM: no CAP_SYS_ADMIN; EINVAL: the
-            filesystem does not support idmapped mounts).
+        OSError: The directory changed, or the kernel or filesystem refused (EPERM: no
+            CAP_SYS_ADMIN; EINVAL: the filesystem does not support idmapped mounts).
     """
     libc = _libc()
     userns = _userns(idmap)
-    tree = _check(
-        libc.syscall(
-            _SYS_OPEN_TREE,
-            _AT_FDCWD,
-            os.fsencode(source),
-            _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC | _AT_SYMLINK_NOFOLLOW,
-        ),
-        "open_tree",
-        source,
-    )
+    directory = os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        _check_identity(directory, source, idmap, identity)
+        tree = _check(
+            libc.syscall(
+                _SYS_OPEN_TREE, directory, b"",
+                _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC | _AT_EMPTY_PATH,
+            ),
+            "open_tree",
+            source,
+        )  # fmt: skip
+    finally:
+        os.close(directory)
     try:
         attr = _Mount(attr_set=_MOUNT_ATTR_IDMAP, userns_fd=userns)
         _check(
@@ -153,6 +166,15 @@ def mount_idmapped(source: Path, target: Path, idmap: IdMap) -> None:
         )  # fmt: skip
     finally:
         os.close(tree)
+
+
+def _check_identity(
+    directory: int, source: Path, idmap: IdMap, identity: tuple[int, int] | None
+) -> None:
+    info = os.fstat(directory)
+    same = identity is None or (info.st_dev, info.st_ino) == identity
+    if not same or (info.st_uid, info.st_gid) != (idmap.uid, idmap.gid):
+        raise OSError(errno.ESTALE, f"{source} is no longer the directory that was checked")
 
 
 _userns_lock = threading.Lock()

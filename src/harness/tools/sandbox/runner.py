@@ -66,6 +66,8 @@ class RunSpec:
     """Mount the workspace with its owner shown as the sandbox uid (see `idmap.py`)."""
     mount_point: Path | None = None
     """Where the idmapped clone of the workspace is mounted for bwrap to bind."""
+    identity: tuple[int, int] | None = None
+    """The workspace's (st_dev, st_ino) when it was checked; the mount insists on it."""
     network: bool = False
     env: Mapping[str, str] = field(default_factory=lambda: {})
     hidden: tuple[str, ...] = ()
@@ -149,7 +151,7 @@ class Job:
             return spec.workspace
         try:
             enter_private_mounts()
-            mount_idmapped(spec.workspace, spec.mount_point, spec.idmap)
+            mount_idmapped(spec.workspace, spec.mount_point, spec.idmap, identity=spec.identity)
         except OSError as exc:
             raise SandboxUnavailable(
                 f"cannot mount the workspace {spec.workspace} for the sandbox: {exc}",

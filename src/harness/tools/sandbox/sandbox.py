@@ -126,6 +126,7 @@ class Sandbox:
             workspace=mount.path,
             idmap=mount.idmap,
             mount_point=mount.mount_point,
+            identity=mount.identity,
             limits=limits,
             network=network,
             env=env,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from harness.errors import ConfigError, ToolError
 from harness.tools.sandbox.idmap import IdMap, probe_idmap
-from harness.tools.workspaces import allowed_workspace
+from harness.tools.workspaces import DEFAULT_WORKSPACE_ROOT, allowed_workspace
 
 __all__ = [
     "DEFAULT_UID",
@@ -35,8 +35,6 @@ __all__ = [
 
 DEFAULT_UID = 65534
 """The host uid (nobody) that sandboxed commands run as when the harness runs as root."""
-DEFAULT_WORKSPACE_ROOT = Path("/tmp/harness-workspaces")
-"""Where `make_workspace` creates workspaces when no parent is given."""
 
 _PRIVATE = 0o700
 _TRAVERSABLE = 0o711
@@ -128,6 +126,8 @@ class SandboxWorkspace:
     to the sandbox as the sandbox uid, and what the command writes lands owned by them."""
     mount_point: Path | None = None
     """Where the idmapped clone is mounted (in the command's own mount namespace)."""
+    identity: tuple[int, int] | None = None
+    """The directory's (st_dev, st_ino) as checked: the mount is of this directory only."""
 
 
 def check_workspace(path: Path, *, uid: int = DEFAULT_UID) -> SandboxWorkspace:
@@ -159,7 +159,9 @@ def check_workspace(path: Path, *, uid: int = DEFAULT_UID) -> SandboxWorkspace:
     idmap = IdMap(uid=info.st_uid, gid=info.st_gid, to_id=uid)
     mount_point = idmap_mount_point()
     probe_idmap(real, mount_point, idmap)
-    return SandboxWorkspace(path=real, idmap=idmap, mount_point=mount_point)
+    return SandboxWorkspace(
+        path=real, idmap=idmap, mount_point=mount_point, identity=(info.st_dev, info.st_ino)
+    )
 
 
 def idmap_mount_point() -> Path:

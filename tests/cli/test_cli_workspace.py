@@ -136,3 +136,46 @@ def test_workspace_new_prints_a_fresh_workspace_the_tools_accept(
         assert (made / "f").read_text() == "ok\n"
     finally:
         shutil.rmtree(made)
+
+
+def test_two_terminals_run_agents_in_one_project_at_once(
+    sandbox: Sandbox, project: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "HARNESS_HOME": str(home), "COLUMNS": "200", "NO_COLOR": "1"}
+
+    def replies(name: str) -> list[FakeReply]:
+        script = f"for i in $(seq 1 200); do echo {name}$i >> {name}.log; done; mkdir -p {name}"
+        return [FakeReply.tool_call("bash", {"command": script}), FakeReply.text(f"{name} done")]
+
+    with FakeOpenAIServer(replies("a")) as first, FakeOpenAIServer(replies("b")) as second:
+        runs = [
+            subprocess.Popen(
+                [
+                    HARNESS,
+                    "run",
+                    "--model",
+                    "openai:fake",
+                    "--base-url",
+                    server.base_url,
+                    "--json",
+                    "write your log",
+                ],
+                cwd=project,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for server in (first, second)
+        ]
+        outputs = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    for name in ("a", "b"):
+        assert (project / f"{name}.log").read_text().split() == [
+            f"{name}{i}" for i in range(1, 201)
+        ]
+        assert (project / name).is_dir()
+    assert stored_runs(home) == 2
+    owner = (project.stat().st_uid, project.stat().st_gid)
+    assert {(p.lstat().st_uid, p.lstat().st_gid) for p in project.rglob("*")} == {owner}

@@ -14,7 +14,7 @@ from harness.agent.spec import AgentSpec
 from harness.core.events import RunEvent
 from harness.core.results import RunResult
 from harness.core.usage import Limits
-from harness.errors import ConfigError, HarnessError
+from harness.errors import ConfigError, HarnessError, StoreError
 from harness.runtime.harness import Harness
 from harness.runtime.settings import Settings, load_settings
 
@@ -153,6 +153,8 @@ def run(
         result = asyncio.run(
             _run(Harness(settings, base_url=base_url, adopt=False), agent, task, stream, on_event)
         )
+    except StoreError as exc:  # the run exists but could not go on: it did not succeed
+        fail(str(exc), code=1)
     except HarnessError as exc:
         fail(str(exc))
     if failures:
@@ -249,11 +251,12 @@ def _explain_failure(event: RunEvent, json_output: bool) -> None:
         print_hint(hint)
 
 
-def fail(message: str) -> NoReturn:
+def fail(message: str, *, code: int = 2) -> NoReturn:
+    """Print `message` as one error line and exit with `code` (2: a usage mistake)."""
     from harness.cli.render import print_error
 
     print_error(message)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
 
 
 def main() -> None:

@@ -431,7 +431,12 @@ class Harness:
 
 
 async def _open_store(target: str | None, home: Path) -> EventStore:
-    """Open `target`, or the SQLite store of `home`; a home harness cannot write is named."""
+    """Open `target`, or the SQLite store of `home`.
+
+    Raises:
+        ConfigError: `home` cannot be written (named, with what to do).
+        StoreError: The store cannot be opened.
+    """
     if target is not None:
         return await open_store(target)
     try:
@@ -441,7 +446,7 @@ async def _open_store(target: str | None, home: Path) -> EventStore:
         blocked = _read_only(home)
         if blocked is not None:
             where = "" if blocked == home else f" (it would be created in {blocked})"
-            raise StoreError(
+            raise ConfigError(
                 f"HARNESS_HOME {home} is read-only{where}, so the run store cannot be kept "
                 "there: make it writable, or point HARNESS_HOME (or HARNESS_STORE) elsewhere"
             ) from exc

@@ -225,7 +225,8 @@ class Harness:
             agent: The agent.
             task: The task.
             stream: Use streaming model responses (`model_delta` events, seq 0).
-            on_event: Called with every event of the run as it happens.
+            on_event: Called with every event of the run once it is committed (streamed
+                `model_delta` text at once).
             timeout: Seconds to wait; `None` waits as long as the run takes.
         """
         if stream:

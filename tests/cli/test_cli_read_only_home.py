@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -13,23 +14,36 @@ import pytest
 HARNESS = str(Path(sys.executable).parent / "harness")
 
 
-@pytest.fixture
-def read_only_dir(tmp_path: Path) -> Iterator[Path]:
-    """An empty directory nobody can write: a read-only tmpfs as root (root ignores modes)."""
-    directory = tmp_path / "ro"
+@contextlib.contextmanager
+def made_read_only(directory: Path, *, with_store: bool) -> Iterator[Path]:
+    """`directory`, made read-only: a tmpfs remounted read-only as root (root ignores modes).
+
+    With `with_store`, a store is created in it first.
+    """
     directory.mkdir()
-    if os.geteuid() != 0:
-        directory.chmod(0o555)
-        yield directory
-        directory.chmod(0o755)
-        return
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(directory)], check=True
-    )
+    as_root = os.geteuid() == 0
+    if as_root:
+        mount = ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(directory)]
+        subprocess.run(mount, check=True)
     try:
+        if with_store:
+            assert harness(directory, "runs", "list").returncode == 0
+        if as_root:
+            subprocess.run(["mount", "-o", "remount,ro", str(directory)], check=True)
+        else:
+            directory.chmod(0o555)
         yield directory
     finally:
-        subprocess.run(["umount", str(directory)], check=True)
+        if as_root:
+            subprocess.run(["umount", str(directory)], check=True)
+        else:
+            directory.chmod(0o755)
+
+
+@pytest.fixture(params=[False, True], ids=["empty", "with-a-store"])
+def read_only_dir(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    with made_read_only(tmp_path / "ro", with_store=request.param) as directory:
+        yield directory
 
 
 def harness(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

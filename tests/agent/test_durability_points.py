@@ -65,11 +65,21 @@ async def test_calls_are_durable_before_they_run_and_results_after() -> None:
     journal = Journal()
     await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
     entries = journal.entries
-    first_commit = entries.index("commit")
-    assert entries.index("message assistant") < first_commit
-    assert entries.index("event tool_started") < first_commit
-    assert entries.index("event tool_completed") > first_commit
+    before_call = entries.index("commit", entries.index("message assistant"))
+    assert entries.index("event tool_started") < before_call
+    assert entries.index("event tool_completed") > before_call
     assert entries.index("message tool") < entries.index("checkpoint")
+
+
+async def test_each_model_call_is_committed_before_the_model_is_asked() -> None:
+    model = ScriptedModel([reply(None, call("look", {"path": "x"})), reply("done")])
+    journal = Journal()
+    await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
+    entries = journal.entries
+    called = [i for i, entry in enumerate(entries) if entry == "event model_called"]
+    assert len(called) == 2
+    for index in called:
+        assert entries[index + 1] == "commit"
 
 
 async def test_an_interrupt_at_a_boundary_passes_through_the_loop() -> None:

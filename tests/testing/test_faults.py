@@ -5,8 +5,10 @@ One attempt each, no retries: what a client meets when the server misbehaves thi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+import threading
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -218,3 +220,22 @@ def test_fail_then_with_a_given_answer() -> None:
     script = faults.fail_then(faults.overloaded(), times=3, then=then)
     assert [reply.status for reply in script] == [529, 529, 529, 200]
     assert script[-1] is then
+
+
+async def test_a_held_stream_sends_its_first_chunks_then_waits(server: FakeOpenAIServer) -> None:
+    rest = threading.Event()
+    server.add(FakeReply(content="onetwothr", hold=rest, hold_after=2))  # role, then "one"
+    events: list[StreamEvent] = []
+    async with OpenAIModel("m", base_url=server.base_url, timeout_s=60) as model:
+        streaming = asyncio.create_task(stream_into(model, events))
+        async with asyncio.timeout(60):  # only keeps a broken test from hanging
+            while not any(isinstance(e, TextDelta) for e in events):
+                await asyncio.sleep(0.01)
+        texts = [e.text for e in events if isinstance(e, TextDelta)]
+        assert texts == ["one"]
+        assert not streaming.done()
+        rest.set()
+        await streaming
+    texts = [e.text for e in events if isinstance(e, TextDelta)]
+    assert texts == ["one", "two", "thr"]
+    assert isinstance(events[-1], ResponseDone)

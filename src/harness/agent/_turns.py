@@ -259,6 +259,9 @@ class ActiveRun:
             stream=self._stream,
             request_id=request.request_id,
         )
+        # Committed before the wait: watchers see only committed events, and a model
+        # call can take minutes.
+        await self._sink.commit()
         started = self._clock.monotonic()
         response = await (self._streamed(request) if self._stream else self._model.request(request))
         self.usage += response.usage

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -13,7 +14,7 @@ from harness.agent.spec import AgentSpec
 from harness.core.events import RunEvent
 from harness.core.results import RunResult
 from harness.core.usage import Limits
-from harness.errors import ConfigError, HarnessError
+from harness.errors import ConfigError, HarnessError, StoreError
 from harness.runtime.harness import Harness
 from harness.runtime.settings import Settings, load_settings
 from harness.tools.preflight import check_workspace_tools
@@ -57,6 +58,20 @@ def run(
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="Stop after this many steps.")
     ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Stop once the run used this many tokens.")
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(min=0, help="Stop once the run cost this many US dollars."),
+    ] = None,
+    max_seconds: Annotated[
+        float | None,
+        typer.Option(min=0, help="Stop once the run has taken this long."),
+    ] = None,
+    max_tool_calls: Annotated[
+        int | None, typer.Option(min=0, help="Stop once the run made this many tool calls.")
+    ] = None,
     strategy: Annotated[
         str | None,
         typer.Option(help="react or plan_execute (default: defaults.strategy in harness.toml)."),
@@ -91,9 +106,16 @@ def run(
     """Run an agent on TASK in this process and print what it does."""
     from harness.cli.render import JsonRenderer, LiveRenderer
 
+    budgets = {
+        "max_steps": max_steps,
+        "max_tokens": max_tokens,
+        "max_cost_usd": max_cost,
+        "max_seconds": max_seconds,
+        "max_tool_calls": max_tool_calls,
+    }
     try:
         settings = load_settings()
-        limits = Limits(max_steps=max_steps) if max_steps else Limits()
+        limits = _limits(settings.default_limits, budgets)
         agent = AgentSpec(
             name="cli",
             model=model or settings.default_model,
@@ -107,6 +129,7 @@ def run(
             approvals=settings.approvals,
             strategy=strategy or settings.default_strategy,
         )
+        _check_model(agent, settings, base_url)
         check_workspace_tools(
             agent.tools, agent.workspace, allow_unsandboxed=agent.allow_unsandboxed
         )
@@ -134,6 +157,8 @@ def run(
         result = asyncio.run(
             _run(Harness(settings, base_url=base_url, adopt=False), agent, task, stream, on_event)
         )
+    except StoreError as exc:  # the run exists but could not go on: it did not succeed
+        fail(str(exc), code=1)
     except HarnessError as exc:
         fail(str(exc))
     if failures:
@@ -200,8 +225,44 @@ def _submit(settings: Settings, agent: AgentSpec, task: str) -> str:
 
 
 def _tool_names(option: str) -> list[str]:
+    """The built-in tools `--tools` names.
+
+    Raises:
+        ConfigError: A name that is no built-in tool, or one named twice.
+    """
+    from harness.tools.builtin import BUILTIN_TOOLS
+
     names = [name.strip() for name in option.split(",") if name.strip()]
-    return [] if names == ["none"] else names
+    if names == ["none"]:
+        return []
+    known = ", ".join(sorted(BUILTIN_TOOLS))
+    for index, name in enumerate(names):
+        if name not in BUILTIN_TOOLS:
+            raise ConfigError(f"--tools: no built-in tool is named {name!r} (built-in: {known})")
+        if name in names[:index]:
+            raise ConfigError(f"--tools: {name!r} is named twice")
+    return names
+
+
+def _limits(defaults: Limits, flags: dict[str, int | float | None]) -> Limits:
+    """The file's `[defaults] limits`, with the budgets given as flags over them."""
+    return dataclasses.replace(defaults, **{k: v for k, v in flags.items() if v is not None})
+
+
+def _check_model(agent: AgentSpec, settings: Settings, base_url: str | None) -> None:
+    """Fail on a model name or server address no run could use, before a run is stored.
+
+    Raises:
+        ConfigError: What is wrong, naming the option.
+    """
+    from harness.gateway.profiles import resolve_profile
+
+    assert isinstance(agent.model, str)
+    try:
+        resolve_profile(agent.model, settings.profiles, base_url=base_url)
+    except ConfigError as exc:
+        option = "--base-url" if base_url and "base_url" in str(exc) else "--model"
+        raise ConfigError(f"{option}: {exc}") from exc
 
 
 def _explain_failure(event: RunEvent, json_output: bool) -> None:
@@ -214,11 +275,12 @@ def _explain_failure(event: RunEvent, json_output: bool) -> None:
         print_hint(hint)
 
 
-def fail(message: str) -> NoReturn:
+def fail(message: str, *, code: int = 2) -> NoReturn:
+    """Print `message` as one error line and exit with `code` (2: a usage mistake)."""
     from harness.cli.render import print_error
 
     print_error(message)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
 
 
 def main() -> None:

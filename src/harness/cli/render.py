@@ -141,7 +141,7 @@ def _usage_line(usage: Mapping[str, Any]) -> str:
 def print_error(message: str, *, hint: str | None = None) -> None:
     """Print an error for a person to act on, on standard error."""
     console = Console(stderr=True, highlight=False)
-    console.print(f"[red bold]error:[/] {escape(message)}")
+    console.print(f"[red bold]error:[/] {escape(message)}", soft_wrap=True)  # one line
     if hint:
         console.print(escape(hint))
 

@@ -14,6 +14,7 @@ from harness.cli.app import app, fail
 from harness.core.codec import dumps, event_to_dict, message_to_dict, usage_to_dict
 from harness.errors import HarnessError
 from harness.runtime.harness import Harness
+from harness.runtime.lifecycle import RunState
 from harness.runtime.settings import load_settings
 from harness.store.protocol import RunRecord
 
@@ -144,6 +145,8 @@ def runs_list(
     json_output: JsonOpt = False,
 ) -> None:
     """List runs, newest first."""
+    if state is not None and state.upper() not in RunState.__members__:
+        fail(f"--state: no run state {state!r}; use one of {', '.join(RunState.__members__)}")
     records = steer(lambda h: h.list(state=state, agent=agent, limit=limit))
     for record in records:
         if json_output:
@@ -181,6 +184,7 @@ def runs_events(
     render = LiveRenderer()
 
     async def show(h: Harness) -> None:
+        await h.get(run_id)  # an unknown run is an error, not silence
         if not follow:
             for event in await h.store.events(run_id):
                 _print_event(event, render, json_output)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any, Self, cast, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.agent.strategies import strategy_names
+from harness.core.usage import Limits
 from harness.gateway.profiles import DEFAULT_PROFILE, ModelProfile
 from harness.tools.approvals import ApprovalPolicy, ApprovalRule
 from harness.tools.mcp import MCPServerConfig
@@ -105,10 +107,26 @@ def env_value(key: tuple[str, ...], raw: str) -> Any:
     return raw
 
 
+class _LimitsEntry(BaseModel):
+    """`[defaults] limits`: the budgets of runs started from the command line."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_steps: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    max_seconds: float | None = Field(default=None, ge=0)
+    max_tool_calls: int | None = Field(default=None, ge=0)
+
+    def limits(self) -> Limits:
+        """`Limits` with the keys this table sets; the others keep their defaults."""
+        return Limits(**self.model_dump(exclude_unset=True))
+
+
 class _Defaults(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str = DEFAULT_PROFILE
     strategy: str = "react"
+    limits: _LimitsEntry = _LimitsEntry()
 
     @field_validator("strategy")
     @classmethod
@@ -183,9 +201,40 @@ class _ApprovalsEntry(BaseModel):
         )
 
 
+class _StoreEntry(BaseModel):
+    """The `[store]` table: a PostgreSQL `url` or a SQLite `path`; `HARNESS_STORE` wins."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str | None = None
+    path: str | None = Field(default=None, min_length=1)
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, url: str | None) -> str | None:
+        if url is not None and not re.fullmatch(r"postgres(ql)?://\S+", url):
+            raise ValueError(
+                f"{url!r} is not a PostgreSQL URL: give postgresql://user@host:port/dbname "
+                "(or 'path' for a SQLite file)"
+            )
+        return url
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Self:
+        if self.url is not None and self.path is not None:
+            raise ValueError("give 'url' (PostgreSQL) or 'path' (SQLite), not both")
+        return self
+
+    def target(self, home: Path) -> str | None:
+        """What `open_store` opens: the URL, or the path (relative to `home`)."""
+        if self.path is not None:
+            return str(home / Path(self.path).expanduser())
+        return self.url
+
+
 class FileConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     defaults: _Defaults = _Defaults()
+    store: _StoreEntry = _StoreEntry()
     models: dict[str, _ProfileEntry] = {}
     mcp: dict[str, _MCPServerEntry] = {}
     approvals: _ApprovalsEntry = _ApprovalsEntry()

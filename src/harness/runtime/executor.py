@@ -19,7 +19,7 @@ from harness.agent.spec import AgentSpec
 from harness.core.events import RunEvent
 from harness.core.messages import Message
 from harness.core.results import RunResult
-from harness.errors import RunInterrupted
+from harness.errors import RunInterrupted, StoreConflict, StoreError
 from harness.memory import ContextState
 from harness.runtime.bus import EventBus
 from harness.runtime.resources import AgentResources
@@ -242,6 +242,11 @@ class RunExecutor:
                     RunUpdate(termination="cancelled", error=handle.cancel_reason),
                 )
             # otherwise shutdown or a lost lease: the store keeps the last committed step
+        except StoreConflict:  # no longer ours to write (a lost lease): its new owner goes on
+            _log.warning("run %s stopped: another process holds it now", record.run_id)
+        except StoreError as exc:  # nothing more can be recorded: leave the run to recover
+            if not self._tell_waiter(record.run_id, _unrecorded(record.run_id, exc)):
+                _log.exception("run %s stopped: the store failed", record.run_id)
         except Exception as exc:
             _log.exception("run %s could not be executed", record.run_id)
             error = f"{type(exc).__name__}: {exc}"
@@ -268,6 +273,14 @@ class RunExecutor:
                     await asyncio.shield(self._store.release(self._owner, [record.run_id]))
             self.wake()  # room for a run that waits
 
+    def _tell_waiter(self, run_id: str, error: StoreError) -> bool:
+        """Fail the local wait for the run's result with `error`; `False` if none waits."""
+        done = self._results.get(run_id)
+        if done is None or done.done():
+            return False
+        done.set_exception(error)
+        return True
+
     async def _execute_claimed(
         self, record: RunRecord, handle: RunHandle, messages: list[Message] | None
     ) -> RunResult | None:
@@ -283,7 +296,6 @@ class RunExecutor:
             self._bus,
             run_id,
             owner=self._owner,
-            last_seq=started[-1].seq if started else record.last_seq,
             pause_requested=lambda: handle.pause_requested,
             usage=record.usage,
         )
@@ -395,6 +407,14 @@ class RunExecutor:
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:
             self._bus.publish(event)
+
+
+def _unrecorded(run_id: str, exc: StoreError) -> StoreError:
+    return StoreError(
+        f"{exc.message}; run {run_id} stopped at its last committed step and is left for "
+        "`harness worker` to take over once the store can be written again",
+        retryable=exc.retryable,
+    )
 
 
 def _cancelled_event(handle: RunHandle) -> NewEvent:

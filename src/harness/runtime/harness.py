@@ -14,6 +14,7 @@ import getpass
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -23,7 +24,7 @@ from harness.core.ids import new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.core.usage import Usage
-from harness.errors import ConfigError, RunError, RunQueueFull
+from harness.errors import ConfigError, RunError, RunQueueFull, StoreError
 from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
 from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
@@ -47,7 +48,7 @@ class Harness:
     Args:
         settings: Configuration; read from `HARNESS_HOME/harness.toml` when omitted.
         store: An open store, or a target for `open_store`; defaults to `HARNESS_STORE`,
-            else `HARNESS_HOME/harness.db`.
+            else `[store]` of `harness.toml`, else `HARNESS_HOME/harness.db`.
         agents: Agents this process can execute besides the ones it submits.
         base_url: Overrides the server address of every model resolved from a string.
         approver: Decides tool calls that need approval; by default they wait for
@@ -111,10 +112,9 @@ class Harness:
     async def open(self) -> None:
         """Open the store and, unless `execute=False`, start executing runs."""
         if self._store is None:
-            target = self._store_target or os.environ.get("HARNESS_STORE")
-            home = self.settings.home
-            home.mkdir(parents=True, exist_ok=True)
-            self._store = await open_store(target or home / "harness.db")
+            env = os.environ.get("HARNESS_STORE")
+            target = self._store_target or env or self.settings.store
+            self._store = await _open_store(target, self.settings.home)
         self.bus.subscribe(self._note_finished)
         if self._execute:
             max_concurrent, _, model_limits, lease_s = self._limits
@@ -227,7 +227,8 @@ class Harness:
             agent: The agent.
             task: The task.
             stream: Use streaming model responses (`model_delta` events, seq 0).
-            on_event: Called with every event of the run as it happens.
+            on_event: Called with every event of the run once it is committed (streamed
+                `model_delta` text at once).
             timeout: Seconds to wait; `None` waits as long as the run takes.
         """
         if stream:
@@ -430,6 +431,44 @@ class Harness:
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()
+
+
+async def _open_store(target: str | None, home: Path) -> EventStore:
+    """Open `target`, or the SQLite store of `home`.
+
+    Raises:
+        ConfigError: `home` cannot be written (named, with what to do).
+        StoreError: The store cannot be opened.
+    """
+    if target is not None:
+        return await open_store(target)
+    try:
+        _make_home(home)
+        return await open_store(home / "harness.db")
+    except (OSError, StoreError) as exc:
+        blocked = _read_only(home)
+        if blocked is not None:
+            where = "" if blocked == home else f" (it would be created in {blocked})"
+            raise ConfigError(
+                f"HARNESS_HOME {home} is read-only{where}, so the run store cannot be kept "
+                "there: make it writable, or point HARNESS_HOME (or HARNESS_STORE) elsewhere"
+            ) from exc
+        if isinstance(exc, OSError):
+            raise StoreError(f"cannot create HARNESS_HOME {home}: {exc.strerror or exc}") from exc
+        raise
+
+
+def _make_home(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+
+
+def _read_only(home: Path) -> Path | None:
+    """`home`, or the directory it would be created in, when that cannot be written."""
+    for directory in (home, *home.absolute().parents):
+        if directory.exists():
+            writable = directory.is_dir() and os.access(directory, os.W_OK)
+            return None if writable else directory
+    return None
 
 
 def _new_record(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tomllib
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from harness.core.usage import Limits
 from harness.errors import ConfigError, ProfileError
 from harness.gateway.profiles import (
     BUILTIN_PROFILES,
@@ -60,6 +62,11 @@ class Settings:
     """The `[approvals]` table: the policy of agents run from the command line."""
     default_strategy: str = "react"
     """`[defaults] strategy`: the strategy of agents run from the command line."""
+    default_limits: Limits = field(default_factory=Limits)
+    """`[defaults] limits`: the budgets of agents run from the command line."""
+    store: str | None = None
+    """The store to open: `HARNESS_STORE`, else `[store] url` or `path`; `None` is
+    `HARNESS_HOME/harness.db`."""
 
 
 def harness_home() -> Path:
@@ -70,7 +77,8 @@ def harness_home() -> Path:
 def load_settings(home: Path | None = None) -> Settings:
     """Read `HARNESS_HOME/harness.toml` (if present) and the environment.
 
-    The environment overrides the file: `HARNESS_MODEL` names the default model, and
+    The environment overrides the file: `HARNESS_MODEL` names the default model,
+    `HARNESS_STORE` the store, and
     `HARNESS_MODELS__<PROFILE>__<KEY>=VALUE` sets one key of a model profile (see
     `MODEL_ENV_PREFIX`).
 
@@ -80,27 +88,27 @@ def load_settings(home: Path | None = None) -> Settings:
     """
     home = home or harness_home()
     path = home / CONFIG_FILE
-    raw = _read_toml(path) if path.is_file() else {}
+    raw = _read_toml(path) if path.exists() else {}
     sources = _Sources(path=path)
     _apply_model_env(raw, os.environ, sources)
-    profiles: dict[str, ModelProfile] = dict(BUILTIN_PROFILES)
-    mcp_servers: dict[str, MCPServerConfig] = {}
-    approvals = ApprovalPolicy()
-    default, strategy = DEFAULT_PROFILE, "react"
+    settings = Settings(home=home)
     if raw:
         config = _validate(raw, sources)
-        profiles = _profiles(config, sources)
-        mcp_servers = _mcp_servers(config, path)
-        approvals = _approvals(config, path)
-        default, strategy = config.defaults.model, config.defaults.strategy
-    default = _default_model(os.environ.get("HARNESS_MODEL") or default, profiles, path)
-    return Settings(
-        home=home,
-        default_model=default,
-        profiles=profiles,
-        mcp_servers=mcp_servers,
-        approvals=approvals,
-        default_strategy=strategy,
+        settings = Settings(
+            home=home,
+            default_model=config.defaults.model,
+            profiles=_profiles(config, sources),
+            mcp_servers=_mcp_servers(config, path),
+            approvals=_approvals(config, path),
+            default_strategy=config.defaults.strategy,
+            default_limits=config.defaults.limits.limits(),
+            store=config.store.target(home),
+        )
+    env_model, env_store = os.environ.get("HARNESS_MODEL"), os.environ.get("HARNESS_STORE")
+    return dataclasses.replace(
+        settings,
+        default_model=_default_model(env_model or settings.default_model, settings.profiles, path),
+        store=env_store or settings.store,
     )
 
 
@@ -122,8 +130,16 @@ class _Sources:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        raise ConfigError(f"{path} is a directory: {CONFIG_FILE} must be a file (or absent)")
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}): {CONFIG_FILE} must be TOML"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
 

@@ -1,4 +1,4 @@
-"""`StoreSink`: the `RunSink` of a durable run — live events now, commits per step."""
+"""`StoreSink`: the `RunSink` of a durable run — events published as they commit."""
 
 from __future__ import annotations
 
@@ -29,17 +29,18 @@ _STATE_AFTER: Mapping[str, str] = {
 
 
 class StoreSink:
-    """Publishes each event at once and commits events and messages at each checkpoint.
+    """Commits events and messages at each checkpoint, then publishes the events committed.
 
-    As the run's only writer (it holds the lease), it numbers events itself: the store
-    gives them the same numbers when they commit, in the same order.
+    Subscribers see an event only once it is stored, with the number the store gave it: a
+    write that fails (a full disk, a lost lease) publishes nothing, so no one is shown an
+    event that a later commit could number differently. Live-only events (`model_delta`)
+    are published at once, with seq 0.
 
     Args:
         store: Where the run lives.
         bus: Where live events go.
         run_id: The run.
         owner: The lease holder; a step commits only while the lease is still ours.
-        last_seq: The run's last committed event.
         pause_requested: Asked at each checkpoint; when true the run stops there.
         usage: Called for the run's usage so far at each checkpoint.
     """
@@ -51,12 +52,10 @@ class StoreSink:
         run_id: str,
         *,
         owner: str,
-        last_seq: int,
         pause_requested: Callable[[], bool],
         usage: Usage | None = None,
     ) -> None:
         self._store, self._bus, self.run_id, self._owner = store, bus, run_id, owner
-        self._seq = last_seq
         self._events: list[NewEvent] = []
         self._messages: list[Message] = []
         self._audit: list[dict[str, Any]] = []
@@ -67,20 +66,16 @@ class StoreSink:
         self._usage_changed = False
 
     def emit(self, type: EventType, payload: Mapping[str, Any]) -> None:
-        """Publish one event now; keep it for the next commit unless it is live-only."""
+        """Keep one event for the next commit, or publish a live-only one now."""
         now = time.time()
         if type in LIVE_ONLY:
             self._bus.publish(
                 RunEvent(run_id=self.run_id, seq=0, ts=now, type=type, payload=payload)
             )
             return
-        self._seq += 1
         self._events.append(NewEvent(type=type, payload=payload, ts=now))
         self._state = _STATE_AFTER.get(type, self._state)
         self._count(type, payload)
-        self._bus.publish(
-            RunEvent(run_id=self.run_id, seq=self._seq, ts=now, type=type, payload=payload)
-        )
 
     def _count(self, type: str, payload: Mapping[str, Any]) -> None:
         if type in ("model_responded", "context_compacted"):  # a summary is a request too
@@ -143,5 +138,5 @@ class StoreSink:
                 del self._blobs[key]
         self._state = None
         self._usage_changed = False
-        if written and not self._events:
-            self._seq = written[-1].seq
+        for event in written:  # as the store numbered them: never an event that may be lost
+            self._bus.publish(event)

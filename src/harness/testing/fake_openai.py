@@ -85,6 +85,11 @@ class FakeReply:
     """Seconds to wait before sending anything."""
     reset_after: int | None = None
     """Reset the connection (TCP RST) after sending this many body bytes; `None` sends all."""
+    hold: threading.Event | None = None
+    """Once `hold_after` body pieces are sent (a stream's first chunks), wait for this event
+    before sending the rest: a test sees what the client does with half an answer."""
+    hold_after: int = 2
+    """Body pieces sent before `hold` is waited for."""
 
     @classmethod
     def text(
@@ -353,7 +358,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         budget = reply.reset_after
-        for piece in pieces:
+        for index, piece in enumerate(pieces):
+            if index == reply.hold_after and not self._held(reply.hold):
+                return
             if budget is not None:
                 piece, budget = piece[:budget], budget - len(piece[:budget])
             if piece:
@@ -366,6 +373,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._reset()
         elif chunked:
             self.wfile.write(b"0\r\n\r\n")
+
+    def _held(self, hold: threading.Event | None) -> bool:
+        """Wait for `hold` (if any); `False` when the server stops first."""
+        stopping = self._fake().stopping
+        while hold is not None and not hold.wait(0.05):
+            if stopping.is_set():
+                return False
+        return True
 
     def _reset(self) -> None:
         """Close the socket with a TCP reset, as a crashed server or a proxy would."""

@@ -6,7 +6,7 @@ import pytest
 
 from harness.agent import AgentLoop, AgentSpec
 from harness.agent.loop import EMPTY_REPLY_NUDGE
-from harness.core import Limits, Message, RunEvent, RunResult
+from harness.core import Limits, Message, RunEvent, RunResult, ToolCall
 from harness.errors import ModelConnectionError, ToolError
 from harness.gateway import Model, ModelRequest
 from harness.runtime.bus import EventBus, RunRecorder
@@ -187,3 +187,33 @@ async def test_cancel_propagates_out_of_the_loop() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+DEEP_ARRAY = "[" * 999
+DEEP_OBJECT = '{"a":' * 999 + "1" + "}" * 999
+WIDE = json.dumps({"a": 1, "b": "x" * 1_000_001})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "limit"),
+    [
+        (DEEP_ARRAY, "nested 999 levels deep, more than the 64 levels"),
+        (DEEP_OBJECT, "nested 999 levels deep, more than the 64 levels"),
+        ('{"a": ' + "[" * 300 + "]" * 300 + ', "b": 1}', "nested 301 levels deep"),
+        (WIDE, "1,000,018 characters, more than the 1,000,000 accepted"),
+    ],
+)
+async def test_arguments_beyond_the_bounds_are_refused_and_the_run_goes_on(
+    arguments: str, limit: str
+) -> None:
+    bad = ToolCall(id="deep", name="add", arguments=arguments)
+    model = ScriptedModel(
+        [reply(None, bad), reply(None, call("add", {"a": 1, "b": 2})), reply("3")]
+    )
+    events, result = await run(model)
+    assert (result.termination, result.output) == ("final_answer", "3")
+    statuses = [e.payload["status"] for e in events if e.type == "tool_completed"]
+    assert statuses == ["invalid_arguments", "ok"]
+    told = model.requests[1].messages[-1].content or ""
+    assert limit in told
+    assert "Send flatter, shorter arguments and call 'add' again." in told

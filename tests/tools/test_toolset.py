@@ -162,14 +162,21 @@ async def test_invalid_json_excerpt_is_short_and_on_one_line(
     assert len(excerpt) < 200
 
 
-@pytest.mark.parametrize(
-    "arguments", ["NaN", '{"a": NaN}', '{"a": Infinity}', '{"a": 1e999}', "[" * 100_000]
-)
+@pytest.mark.parametrize("arguments", ["NaN", '{"a": NaN}', '{"a": Infinity}', '{"a": 1e999}'])
 async def test_what_python_json_accepts_but_json_does_not(
     toolset: Toolset, call: Call, limits: Limits, arguments: str
 ) -> None:
     outcome = await run(toolset, call("add", arguments), limits)
     assert outcome.status == "invalid_json"
+
+
+async def test_nesting_past_the_bound_is_refused_before_parsing(
+    toolset: Toolset, call: Call, limits: Limits
+) -> None:
+    outcome = await run(toolset, call("add", "[" * 100_000), limits)
+    assert outcome.status == "invalid_arguments"
+    assert "nested 100,000 levels deep, more than the 64 levels" in text(outcome)
+    assert toolset.check(call("add", "[" * 100_000), limits=limits) is not None
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
+from harness.core.bounds import json_bound_problem
 from harness.core.clock import Clock, SystemClock
 from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
 from harness.core.usage import Limits
@@ -299,6 +300,11 @@ def _decode(spec: ToolSpec, arguments: str) -> object:
     """Parse the JSON arguments; nothing at all (or `null`) means no arguments."""
     if not arguments.strip():
         return {}
+    problem = json_bound_problem(arguments)
+    if problem:
+        hint = f"Send flatter, shorter arguments and call {spec.name!r} again."
+        text = _feedback.invalid_arguments(spec, [Violation(path="$", message=problem)], hint)
+        raise _Rejected("invalid_arguments", text)
     try:
         value = json.loads(arguments, parse_constant=_reject_constant, parse_float=_finite)
     except (ValueError, RecursionError) as exc:

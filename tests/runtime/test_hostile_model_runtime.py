@@ -2,10 +2,13 @@
 
 from pathlib import Path
 
+import pytest
+
 from harness import Agent, Harness, tool
 from harness.core import ToolCall
+from harness.gateway.providers.openai import OpenAIModel
 from harness.runtime import Settings
-from harness.testing import ScriptedModel, call, reply
+from harness.testing import FakeOpenAIServer, FakeReply, ScriptedModel, call, reply
 
 DEEP = '{"a":' * 999 + "1" + "}" * 999
 SCHEMA = {"title": "anything", "type": "object"}
@@ -35,3 +38,64 @@ async def test_deep_arguments_and_a_deep_answer_are_refused_and_stored(tmp_path:
     told = [m.content or "" for m in stored if m.role in ("tool", "user")]
     assert "nested 999 levels deep" in told[1]
     assert "the answer: nested 999 levels deep" in told[2]
+
+
+LONE = "\ud800"
+BAD = "\ufffd"
+SEEN: list[str] = []
+
+
+@tool(side_effects="none")
+def echo(text: str) -> str:
+    """Say the text back."""
+    SEEN.append(text)
+    return f"echo {text}"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["request", "stream"])
+async def test_lone_surrogates_from_a_server_run_durably_on_sqlite(
+    tmp_path: Path, stream: bool
+) -> None:
+    SEEN.clear()
+    script = [
+        FakeReply(
+            content=f"looking {LONE}",
+            reasoning=f"hmm {LONE}",
+            calls=(
+                ToolCall(id="c1", name="echo", arguments='{"text": "a' + LONE + '"}'),
+                ToolCall(id="c2", name="echo", arguments='{"text": "b\\ud800"}'),
+                ToolCall(id="c3", name=f"echo{LONE}", arguments="{}"),
+            ),
+            finish_reason="tool_calls",
+        ),
+        FakeReply.text(f"done {LONE}"),
+    ]
+    with FakeOpenAIServer(script) as server:
+        model = OpenAIModel("m", base_url=server.base_url)
+        agent = Agent(name="hostile", model=model, tools=[echo])
+        async with Harness(Settings(home=tmp_path)) as h:
+            result = await h.run(agent, "go", stream=stream)
+            stored = await h.messages(result.run_id)
+            events = [e async for e in h.events(result.run_id)]
+        await model.aclose()
+    assert (result.termination, result.output) == ("final_answer", f"done {BAD}")
+    assert stored == list(result.messages)
+    assert SEEN == [f"a{BAD}", f"b{BAD}"]
+    statuses = [e.payload["status"] for e in events if e.type == "tool_completed"]
+    assert statuses == ["ok", "ok", "unknown_tool"]
+    assistant = stored[2]
+    assert (assistant.content, assistant.reasoning) == (f"looking {BAD}", f"hmm {BAD}")
+
+
+async def test_a_models_own_lone_surrogates_are_replaced_before_the_store(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        [reply(f"thinking {LONE}", call("add", {"a": 1, "b": 2})), reply(f"3 {LONE}")]
+    )
+    agent = Agent(name="own", model=model, tools=[add])
+    async with Harness(Settings(home=tmp_path)) as h:
+        result = await h.run(agent, "add")
+        stored = await h.messages(result.run_id)
+    assert (result.termination, result.output) == ("final_answer", f"3 {BAD}")
+    assert stored[2].content == f"thinking {BAD}"

@@ -27,6 +27,7 @@ from harness.core.codec import usage_to_dict
 from harness.core.events import EventType, RunSink, summarize
 from harness.core.ids import new_id
 from harness.core.messages import Message, ToolCall, ToolDefinition
+from harness.core.unicode import clean_message, clean_text
 from harness.core.usage import Usage
 from harness.gateway.model import (
     GatewayNotice,
@@ -261,6 +262,7 @@ class ActiveRun:
         )
         started = self._clock.monotonic()
         response = await (self._streamed(request) if self._stream else self._model.request(request))
+        response = _cleaned(response)
         self.usage += response.usage
         if self.window is not None:
             self.window.observe(request.messages, request.tools, response.usage)
@@ -311,10 +313,23 @@ class ActiveRun:
     async def _streamed(self, request: ModelRequest) -> ModelResponse:
         async for event in self._model.stream(request):
             if isinstance(event, TextDelta):
-                self.emit("model_delta", step=self._steps, text=event.text)
+                self.emit("model_delta", step=self._steps, text=clean_text(event.text))
             elif isinstance(event, ResponseDone):
                 return event.response
         raise RuntimeError(f"model {self._model.name} ended its stream without a response")
+
+
+def _cleaned(response: ModelResponse) -> ModelResponse:
+    r"""The response with lone surrogates replaced, whichever `Model` made it.
+
+    The provider adapters clean what they read; other models (text tool-call parsers that
+    decode `\ud800` escapes, a user's own `Model`) may not, and the store encodes UTF-8.
+    """
+    message = clean_message(response.message)
+    refusal = None if response.refusal is None else clean_text(response.refusal)
+    if message is response.message and refusal == response.refusal:
+        return response
+    return dataclasses.replace(response, message=message, refusal=refusal)
 
 
 def _unknown_outcome(call: ToolCall) -> Message:

@@ -131,7 +131,10 @@ def recorded(
 
 def signature(thinking: str) -> str:
     """The signature this server gives a thinking block with the text `thinking`."""
-    return _SIGNATURE_PREFIX + hashlib.sha256(thinking.encode()).hexdigest()[:32]
+    return (
+        _SIGNATURE_PREFIX
+        + hashlib.sha256(thinking.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    )
 
 
 class _AnthropicHandler(_Handler):

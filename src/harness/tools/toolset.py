@@ -13,6 +13,7 @@ from typing import Any, Final, Literal, cast
 from harness.core.bounds import json_bound_problem
 from harness.core.clock import Clock, SystemClock
 from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
+from harness.core.unicode import clean_json
 from harness.core.usage import Limits
 from harness.errors import ApprovalRequired, ToolDefinitionError, ToolError
 from harness.tools import feedback as _feedback
@@ -309,7 +310,8 @@ def _decode(spec: ToolSpec, arguments: str) -> object:
         value = json.loads(arguments, parse_constant=_reject_constant, parse_float=_finite)
     except (ValueError, RecursionError) as exc:
         raise _Rejected("invalid_json", _feedback.invalid_json(spec, arguments, exc)) from None
-    return {} if value is None else value
+    # A "\ud800" escape decodes to a lone surrogate, which no tool could write anywhere.
+    return {} if value is None else clean_json(value)
 
 
 def _reject_constant(name: str) -> object:

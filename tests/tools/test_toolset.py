@@ -397,6 +397,32 @@ async def test_sync_tool_timeout_returns_while_the_thread_lingers(call: Call) ->
         release.set()
 
 
+async def test_limits_tool_timeout_cuts_a_tools_own_longer_timeout(call: Call) -> None:
+    @tool(timeout=20)
+    async def waits() -> str:
+        """Waits for nothing."""
+        await asyncio.Event().wait()
+        return "never"
+
+    outcome = await run(Toolset([waits]), call("waits"), Limits(tool_timeout=0.2))
+    assert outcome.status == "tool_timeout"
+    assert "stopped after 0.2 s" in text(outcome)
+
+
+@pytest.mark.parametrize(
+    ("own", "limit", "seconds"),
+    [
+        (None, None, 30.0),
+        (None, 5.0, 5.0),
+        (120.0, None, 120.0),
+        (120.0, 3.0, 3.0),
+        (2.0, 3.0, 2.0),
+    ],
+)
+def test_which_timeout_applies(own: float | None, limit: float | None, seconds: float) -> None:
+    assert Limits(tool_timeout=limit).tool_seconds(own) == seconds
+
+
 async def test_a_tools_own_timeout_error_is_a_crash(call: Call, limits: Limits) -> None:
     async def connect() -> None:
         raise TimeoutError("upstream took too long")

@@ -141,7 +141,8 @@ class Toolset:
 
         Args:
             call: The call as the model made it; its name and arguments may be invalid.
-            limits: Supplies the timeout and result size for tools that set none.
+            limits: Bound the call's time (`Limits.tool_seconds`) and give the result size
+                for tools that set none.
             context: Handed to tools that take a `ToolContext`; its result store keeps the
                 full text of results the model sees only in part.
 
@@ -153,16 +154,17 @@ class Toolset:
             ApprovalRequired: The tool asked for a human decision before it goes on.
         """
         started = self._clock.monotonic()
-        context = replace(context or ToolContext(), call_id=call.id)
         spec = self._specs.get(call.name)
         if spec is None:
             status, text = self._no_tool(call)
             return self.outcome(call, status, text, limits=limits, started=started)
-        status, result = await self._run(spec, call.arguments, limits, context)
+        seconds = limits.tool_seconds(spec.timeout)
+        context = replace(context or ToolContext(), call_id=call.id, timeout_s=seconds)
+        status, result = await self._run(spec, call.arguments, context, seconds)
         text, metadata = _split(result)
         if status == "ok" and metadata.get("timed_out"):
             # The tool stopped its own work at its deadline: the same status, plus its output.
-            seconds = float(metadata.get("timeout_s") or spec.timeout or limits.tool_timeout)
+            seconds = float(metadata.get("timeout_s") or seconds)
             status, text = "tool_timeout", f"{_feedback.tool_timeout(spec, seconds)}\n{text}"
         return self.outcome(
             call, status, text, limits=limits, started=started, context=context, metadata=metadata
@@ -197,19 +199,18 @@ class Toolset:
         return "unknown_tool", _feedback.unknown_tool(call.name, self.names)
 
     async def _run(
-        self, spec: ToolSpec, arguments: str, limits: Limits, context: ToolContext
+        self, spec: ToolSpec, arguments: str, context: ToolContext, seconds: float
     ) -> tuple[ToolStatus, str | ToolResult]:
-        timeout = spec.timeout or limits.tool_timeout
         try:
             kwargs = self._arguments(spec, arguments)
             if spec.context_param:
                 kwargs[spec.context_param] = context
-            value = await _invoke(spec.function, kwargs, timeout)
+            value = await _invoke(spec.function, kwargs, seconds + spec.grace_s)
             return "ok", value if isinstance(value, ToolResult) else render_result(value)
         except _Rejected as rejected:
             return rejected.status, rejected.text
         except _TimedOut:
-            return "tool_timeout", _feedback.tool_timeout(spec, timeout)
+            return "tool_timeout", _feedback.tool_timeout(spec, seconds)
         except InvalidArguments as exc:
             return "invalid_arguments", _feedback.invalid_arguments(spec, exc.violations, exc.hint)
         except ToolError as exc:

@@ -217,3 +217,33 @@ async def test_arguments_beyond_the_bounds_are_refused_and_the_run_goes_on(
     told = model.requests[1].messages[-1].content or ""
     assert limit in told
     assert "Send flatter, shorter arguments and call 'add' again." in told
+
+
+async def test_empty_replies_are_repeated_failures_hint_first_then_stop() -> None:
+    model = FunctionModel(lambda request: reply(""))
+    events, result = await run(model)  # max_identical_failures=3
+    assert (result.termination, result.complete) == ("repeated_failure", False)
+    assert result.detail == "your last 3 replies were empty, even after a hint"
+    assert len(model.requests) == 7  # 3 empty, the hint, 3 empty, then the wrap-up turn
+    hints = [e for e in events if e.type == "hint_injected"]
+    assert [e.payload["step"] for e in hints] == [3]
+    fourth = [m.content for m in model.requests[3].messages[-2:]]
+    assert fourth[0] == EMPTY_REPLY_NUDGE
+    assert (fourth[1] or "").startswith("Note from the harness: your last 3 replies were empty.")
+
+
+async def test_a_usable_reply_starts_the_count_of_empty_replies_afresh() -> None:
+    script = ["", "", reply(None, call("add", {"a": 1, "b": 1})), "", "", "2"]
+    model = ScriptedModel([reply(text) if isinstance(text, str) else text for text in script])
+    events, result = await run(model)
+    assert (result.termination, result.output) == ("final_answer", "2")
+    assert not [e for e in events if e.type == "hint_injected"]
+
+
+async def test_calls_in_the_wrap_up_turn_end_the_run_with_one_request() -> None:
+    model = FunctionModel(lambda request: reply(None, call("add", {"a": 1, "b": 1})))
+    _, result = await run(model, limits=Limits(max_steps=2))
+    assert result.termination == "max_steps"
+    assert len(model.requests) == 3  # two steps, one wrap-up turn whose calls are dropped
+    assert not model.requests[-1].tools
+    assert (result.output or "").startswith("The run stopped (max_steps: it used all 2")

@@ -99,3 +99,34 @@ async def test_a_models_own_lone_surrogates_are_replaced_before_the_store(
         stored = await h.messages(result.run_id)
     assert (result.termination, result.output) == ("final_answer", f"3 {BAD}")
     assert stored[2].content == f"thinking {BAD}"
+
+
+@tool(side_effects="none")
+def garbled() -> str:
+    """Return text with a lone surrogate, as a tool reading a broken file might."""
+    return f"bytes {LONE} here"
+
+
+async def test_a_tools_lone_surrogate_is_replaced_before_the_store(tmp_path: Path) -> None:
+    model = ScriptedModel([reply(None, call("garbled", {})), reply("read it")])
+    agent = Agent(name="garbled", model=model, tools=[garbled])
+    async with Harness(Settings(home=tmp_path)) as h:
+        result = await h.run(agent, "read")
+        stored = await h.messages(result.run_id)
+    assert (result.termination, result.output) == ("final_answer", "read it")
+    assert stored[3].content == f"bytes {BAD} here"
+
+
+async def test_a_server_error_quoting_a_lone_surrogate_fails_the_run_cleanly(
+    tmp_path: Path,
+) -> None:
+    with FakeOpenAIServer([FakeReply.error(400, f"bad {LONE} input")]) as server:
+        model = OpenAIModel("m", base_url=server.base_url)
+        async with Harness(Settings(home=tmp_path)) as h:
+            result = await h.run(Agent(name="refused", model=model), "go")
+            events = [e async for e in h.events(result.run_id)]
+        await model.aclose()
+    assert result.termination == "error"
+    assert f"bad {BAD} input" in (result.error or "")
+    assert events[-1].type == "run_failed"
+    assert f"bad {BAD} input" in events[-1].payload["error"]

@@ -13,7 +13,7 @@ from typing import Any, Final, Literal, cast
 from harness.core.bounds import json_bound_problem
 from harness.core.clock import Clock, SystemClock
 from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
-from harness.core.unicode import clean_json
+from harness.core.unicode import clean_json, clean_text
 from harness.core.usage import Limits
 from harness.errors import ApprovalRequired, ToolDefinitionError, ToolError
 from harness.tools import feedback as _feedback
@@ -267,6 +267,7 @@ class Toolset:
         there and the model is told how to read the rest with `read_result`.
         """
         spec = self._specs.get(call.name)
+        text = clean_text(text)  # a tool's output, or the model's text quoted back to it
         limit = (spec.max_result_chars if spec else None) or limits.max_result_chars
         shown, cut = truncate(text, limit)
         if cut and context is not None and READ_RESULT in self._specs:

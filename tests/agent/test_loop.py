@@ -1,6 +1,7 @@
 import asyncio
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from harness.gateway import Model, ModelRequest
 from harness.runtime.bus import EventBus, RunRecorder
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 from harness.tools import Toolset, tool
+from harness.tools.builtin.files import file_tools
 
 
 @tool(side_effects="none")
@@ -247,3 +249,14 @@ async def test_calls_in_the_wrap_up_turn_end_the_run_with_one_request() -> None:
     assert len(model.requests) == 3  # two steps, one wrap-up turn whose calls are dropped
     assert not model.requests[-1].tools
     assert (result.output or "").startswith("The run stopped (max_steps: it used all 2")
+
+
+async def test_a_catastrophic_search_pattern_does_not_stall_the_run(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a" * 28 + "b\n")  # 2**28 steps for a backtracking engine
+    search = ToolCall(id="s", name="search", arguments=json.dumps({"pattern": "(a+)+$"}))
+    model = ScriptedModel([reply(None, search), reply("nothing matches")])
+    events, result = await run(model, tools=file_tools(tmp_path), limits=Limits(tool_timeout=5))
+    assert (result.termination, result.output) == ("final_answer", "nothing matches")
+    completed = next(e for e in events if e.type == "tool_completed")
+    assert completed.payload["status"] == "ok"
+    assert (model.requests[1].messages[-1].content or "").startswith("No matches for '(a+)+$'")

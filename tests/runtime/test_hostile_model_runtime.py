@@ -6,9 +6,11 @@ import pytest
 
 from harness import Agent, Harness, tool
 from harness.core import ToolCall
+from harness.gateway.providers.anthropic import AnthropicModel
 from harness.gateway.providers.openai import OpenAIModel
 from harness.runtime import Settings
 from harness.testing import FakeOpenAIServer, FakeReply, ScriptedModel, call, reply
+from harness.testing.fake_anthropic import FakeAnthropicServer
 
 DEEP = '{"a":' * 999 + "1" + "}" * 999
 SCHEMA = {"title": "anything", "type": "object"}
@@ -130,3 +132,20 @@ async def test_a_server_error_quoting_a_lone_surrogate_fails_the_run_cleanly(
     assert f"bad {BAD} input" in (result.error or "")
     assert events[-1].type == "run_failed"
     assert f"bad {BAD} input" in events[-1].payload["error"]
+
+
+async def test_deep_arguments_go_back_to_anthropic_as_text_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    script = [
+        FakeReply(calls=(ToolCall(id="c1", name="add", arguments="[" * 999),)),
+        FakeReply.text("done"),
+    ]
+    with FakeAnthropicServer(script) as server:
+        model = AnthropicModel("m", base_url=server.base_url, api_key="k")
+        async with Harness(Settings(home=tmp_path)) as h:
+            result = await h.run(Agent(name="deep", model=model, tools=[add]), "go", stream=True)
+        await model.aclose()
+        replayed = server.requests[1].body["messages"][1]["content"][0]
+    assert (result.termination, result.output) == ("final_answer", "done")
+    assert replayed["input"] == {"raw_arguments": "[" * 999}

@@ -48,6 +48,14 @@ EMPTY_REPLY_NUDGE: Final = (
 )
 EMPTY_TEXT_NUDGE: Final = "Your last reply was empty. Reply with text; no tool can be called now."
 
+UNKNOWN_OUTCOME: Final = (
+    "This call was started, but the process running it stopped before its result was "
+    "recorded, so whether it had any effect is unknown. Check its effect (for example, "
+    "look at the files or state it would have changed) before calling it again."
+)
+
+Finisher = Callable[["ActiveRun", str], Awaitable[Answer | None]]
+
 
 def no_tools_nudge(names: Sequence[str], *, answer: bool) -> str:
     """What a model is told that called tools on a turn that offers none."""
@@ -57,15 +65,6 @@ def no_tools_nudge(names: Sequence[str], *, answer: bool) -> str:
         f"No tool can be called on this turn, so your call of {called} was not run. "
         f"Reply with text only: {wanted}."
     )
-
-
-UNKNOWN_OUTCOME: Final = (
-    "This call was started, but the process running it stopped before its result was "
-    "recorded, so whether it had any effect is unknown. Check its effect (for example, "
-    "look at the files or state it would have changed) before calling it again."
-)
-
-Finisher = Callable[["ActiveRun", str], Awaitable[Answer | None]]
 
 
 class ActiveRun:

@@ -1,17 +1,19 @@
 import asyncio
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
 from harness.agent import AgentLoop, AgentSpec
 from harness.agent.loop import EMPTY_REPLY_NUDGE
-from harness.core import Limits, Message, RunEvent, RunResult
+from harness.core import Limits, Message, RunEvent, RunResult, ToolCall
 from harness.errors import ModelConnectionError, ToolError
 from harness.gateway import Model, ModelRequest
 from harness.runtime.bus import EventBus, RunRecorder
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 from harness.tools import Toolset, tool
+from harness.tools.builtin.files import file_tools
 
 
 @tool(side_effects="none")
@@ -187,3 +189,74 @@ async def test_cancel_propagates_out_of_the_loop() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+DEEP_ARRAY = "[" * 999
+DEEP_OBJECT = '{"a":' * 999 + "1" + "}" * 999
+WIDE = json.dumps({"a": 1, "b": "x" * 1_000_001})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "limit"),
+    [
+        (DEEP_ARRAY, "nested 999 levels deep, more than the 64 levels"),
+        (DEEP_OBJECT, "nested 999 levels deep, more than the 64 levels"),
+        ('{"a": ' + "[" * 300 + "]" * 300 + ', "b": 1}', "nested 301 levels deep"),
+        (WIDE, "1,000,018 characters, more than the 1,000,000 accepted"),
+    ],
+)
+async def test_arguments_beyond_the_bounds_are_refused_and_the_run_goes_on(
+    arguments: str, limit: str
+) -> None:
+    bad = ToolCall(id="deep", name="add", arguments=arguments)
+    model = ScriptedModel(
+        [reply(None, bad), reply(None, call("add", {"a": 1, "b": 2})), reply("3")]
+    )
+    events, result = await run(model)
+    assert (result.termination, result.output) == ("final_answer", "3")
+    statuses = [e.payload["status"] for e in events if e.type == "tool_completed"]
+    assert statuses == ["invalid_arguments", "ok"]
+    told = model.requests[1].messages[-1].content or ""
+    assert limit in told
+    assert "Send flatter, shorter arguments and call 'add' again." in told
+
+
+async def test_empty_replies_are_repeated_failures_hint_first_then_stop() -> None:
+    model = FunctionModel(lambda request: reply(""))
+    events, result = await run(model)  # max_identical_failures=3
+    assert (result.termination, result.complete) == ("repeated_failure", False)
+    assert result.detail == "your last 3 replies were empty, even after a hint"
+    assert len(model.requests) == 7  # 3 empty, the hint, 3 empty, then the wrap-up turn
+    hints = [e for e in events if e.type == "hint_injected"]
+    assert [e.payload["step"] for e in hints] == [3]
+    fourth = [m.content for m in model.requests[3].messages[-2:]]
+    assert fourth[0] == EMPTY_REPLY_NUDGE
+    assert (fourth[1] or "").startswith("Note from the harness: your last 3 replies were empty.")
+
+
+async def test_a_usable_reply_starts_the_count_of_empty_replies_afresh() -> None:
+    script = ["", "", reply(None, call("add", {"a": 1, "b": 1})), "", "", "2"]
+    model = ScriptedModel([reply(text) if isinstance(text, str) else text for text in script])
+    events, result = await run(model)
+    assert (result.termination, result.output) == ("final_answer", "2")
+    assert not [e for e in events if e.type == "hint_injected"]
+
+
+async def test_calls_in_the_wrap_up_turn_end_the_run_with_one_request() -> None:
+    model = FunctionModel(lambda request: reply(None, call("add", {"a": 1, "b": 1})))
+    _, result = await run(model, limits=Limits(max_steps=2))
+    assert result.termination == "max_steps"
+    assert len(model.requests) == 3  # two steps, one wrap-up turn whose calls are dropped
+    assert not model.requests[-1].tools
+    assert (result.output or "").startswith("The run stopped (max_steps: it used all 2")
+
+
+async def test_a_catastrophic_search_pattern_does_not_stall_the_run(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a" * 28 + "b\n")  # 2**28 steps for a backtracking engine
+    search = ToolCall(id="s", name="search", arguments=json.dumps({"pattern": "(a+)+$"}))
+    model = ScriptedModel([reply(None, search), reply("nothing matches")])
+    events, result = await run(model, tools=file_tools(tmp_path), limits=Limits(tool_timeout=5))
+    assert (result.termination, result.output) == ("final_answer", "nothing matches")
+    completed = next(e for e in events if e.type == "tool_completed")
+    assert completed.payload["status"] == "ok"
+    assert (model.requests[1].messages[-1].content or "").startswith("No matches for '(a+)+$'")

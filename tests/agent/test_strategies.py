@@ -178,6 +178,46 @@ async def test_plan_and_execute_plans_then_runs_each_step_with_tools() -> None:
     assert_valid_conversation(result.messages)
 
 
+def forever(*replies: Message) -> FunctionModel:
+    """A model that gives `replies` in order, then the last one for ever."""
+    given = list(replies)
+    return FunctionModel(lambda request: given.pop(0) if len(given) > 1 else given[0])
+
+
+async def test_calls_on_the_plan_turn_are_repeated_failures() -> None:
+    model = forever(reply(None, call("add", {"a": 1, "b": 1})))
+    events, result = await run(spec(model))
+    assert result.termination == "repeated_failure"
+    assert result.detail == (
+        "your last 3 replies called tools on turns where no tool can be called, even after a hint"
+    )
+    assert len(model.requests) == 7  # 3 plan turns, the hint, 3 more, then the wrap-up
+    assert [bool(r.tools) for r in model.requests] == [False] * 7
+    told = model.requests[1].messages[-1].content
+    assert told == (
+        "No tool can be called on this turn, so your call of 'add' was not run. "
+        "Reply with text only: what the last message asks for."
+    )
+    assert len(of_type(events, "hint_injected")) == 1
+
+
+async def test_calls_on_the_answer_turn_are_repeated_failures() -> None:
+    model = forever(
+        reply(plan("add 2 and 3")),
+        reply(None, call("add", {"a": 2, "b": 3})),
+        reply("the sum is 5"),
+        reply(None, call("add", {"a": 2, "b": 3})),  # on the final-answer turn, for ever
+    )
+    _, result = await run(spec(model))
+    assert result.termination == "repeated_failure"
+    assert len(model.requests) == 3 + 6 + 1
+    told = model.requests[4].messages[-1].content
+    assert told == (
+        "No tool can be called on this turn, so your call of 'add' was not run. "
+        "Reply with text only: your final answer."
+    )
+
+
 async def test_a_failing_step_makes_the_model_revise_the_plan() -> None:
     model = ScriptedModel(
         [

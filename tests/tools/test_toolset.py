@@ -162,14 +162,21 @@ async def test_invalid_json_excerpt_is_short_and_on_one_line(
     assert len(excerpt) < 200
 
 
-@pytest.mark.parametrize(
-    "arguments", ["NaN", '{"a": NaN}', '{"a": Infinity}', '{"a": 1e999}', "[" * 100_000]
-)
+@pytest.mark.parametrize("arguments", ["NaN", '{"a": NaN}', '{"a": Infinity}', '{"a": 1e999}'])
 async def test_what_python_json_accepts_but_json_does_not(
     toolset: Toolset, call: Call, limits: Limits, arguments: str
 ) -> None:
     outcome = await run(toolset, call("add", arguments), limits)
     assert outcome.status == "invalid_json"
+
+
+async def test_nesting_past_the_bound_is_refused_before_parsing(
+    toolset: Toolset, call: Call, limits: Limits
+) -> None:
+    outcome = await run(toolset, call("add", "[" * 100_000), limits)
+    assert outcome.status == "invalid_arguments"
+    assert "nested 100,000 levels deep, more than the 64 levels" in text(outcome)
+    assert toolset.check(call("add", "[" * 100_000), limits=limits) is not None
 
 
 @pytest.mark.parametrize(
@@ -388,6 +395,32 @@ async def test_sync_tool_timeout_returns_while_the_thread_lingers(call: Call) ->
         assert "stopped after 0.2 s" in text(outcome)
     finally:
         release.set()
+
+
+async def test_limits_tool_timeout_cuts_a_tools_own_longer_timeout(call: Call) -> None:
+    @tool(timeout=20)
+    async def waits() -> str:
+        """Waits for nothing."""
+        await asyncio.Event().wait()
+        return "never"
+
+    outcome = await run(Toolset([waits]), call("waits"), Limits(tool_timeout=0.2))
+    assert outcome.status == "tool_timeout"
+    assert "stopped after 0.2 s" in text(outcome)
+
+
+@pytest.mark.parametrize(
+    ("own", "limit", "seconds"),
+    [
+        (None, None, 30.0),
+        (None, 5.0, 5.0),
+        (120.0, None, 120.0),
+        (120.0, 3.0, 3.0),
+        (2.0, 3.0, 2.0),
+    ],
+)
+def test_which_timeout_applies(own: float | None, limit: float | None, seconds: float) -> None:
+    assert Limits(tool_timeout=limit).tool_seconds(own) == seconds
 
 
 async def test_a_tools_own_timeout_error_is_a_crash(call: Call, limits: Limits) -> None:

@@ -27,6 +27,7 @@ from harness.core.codec import usage_to_dict
 from harness.core.events import EventType, RunSink, summarize
 from harness.core.ids import new_id
 from harness.core.messages import Message, ToolCall, ToolDefinition
+from harness.core.unicode import clean_message, clean_text
 from harness.core.usage import Usage
 from harness.gateway.model import (
     GatewayNotice,
@@ -46,6 +47,7 @@ EMPTY_REPLY_NUDGE: Final = (
     "Your last reply was empty. Either call a tool, or reply with your final answer as text."
 )
 EMPTY_TEXT_NUDGE: Final = "Your last reply was empty. Reply with text; no tool can be called now."
+
 UNKNOWN_OUTCOME: Final = (
     "This call was started, but the process running it stopped before its result was "
     "recorded, so whether it had any effect is unknown. Check its effect (for example, "
@@ -53,6 +55,16 @@ UNKNOWN_OUTCOME: Final = (
 )
 
 Finisher = Callable[["ActiveRun", str], Awaitable[Answer | None]]
+
+
+def no_tools_nudge(names: Sequence[str], *, answer: bool) -> str:
+    """What a model is told that called tools on a turn that offers none."""
+    called = ", ".join(sorted({repr(name) for name in names}))
+    wanted = "your final answer" if answer else "what the last message asks for"
+    return (
+        f"No tool can be called on this turn, so your call of {called} was not run. "
+        f"Reply with text only: {wanted}."
+    )
 
 
 class ActiveRun:
@@ -133,14 +145,13 @@ class ActiveRun:
         """One step: limits, the model's turn, then its tool round. See `RunControl.turn`."""
         if (stop := self.limit_reached()) is not None:
             return Turn(kind="stopped", stop=stop)
-        message = await self.respond(tools=tools, answer=answer)
+        message, dropped = await self._reply(tools, answer, {})
         if message.tool_calls:
             return await self._tool_round(message)
         if message.content and message.content.strip():
+            self._failures.succeeded()
             return Turn(kind="answer", text=message.content)
-        self.say(EMPTY_REPLY_NUDGE if tools else EMPTY_TEXT_NUDGE)
-        await self._sink.checkpoint()
-        return Turn(kind="empty")
+        return await self._unusable(tools, answer, dropped)
 
     async def respond(self, *, tools: bool, answer: bool = True, **step_info: Any) -> Message:
         """Start a step and add the model's reply to the conversation (no limit checks).
@@ -149,13 +160,34 @@ class ActiveRun:
         that offers no tools and may give the final answer (`answer`) asks for the
         agent's output type natively, when it has one.
         """
+        return (await self._reply(tools, answer, step_info))[0]
+
+    async def _reply(
+        self, tools: bool, answer: bool, step_info: Mapping[str, Any]
+    ) -> tuple[Message, tuple[ToolCall, ...]]:
+        """`respond`, and the calls dropped from a reply on a turn without tools."""
         self._steps += 1
         self.emit("step_started", step=self._steps, **step_info)
         message = (await self._call_model(tools, answer)).message
-        if not tools and message.tool_calls:
+        dropped = () if tools else message.tool_calls
+        if dropped:
             message = dataclasses.replace(message, tool_calls=())
         self.append(message)
-        return message
+        return message, dropped
+
+    async def _unusable(self, tools: bool, answer: bool, dropped: Sequence[ToolCall]) -> Turn:
+        """A reply with neither text nor a call that can run: say so, count it as a failure."""
+        if dropped:
+            self.say(no_tools_nudge([call.name for call in dropped], answer=answer))
+        else:
+            self.say(EMPTY_REPLY_NUDGE if tools else EMPTY_TEXT_NUDGE)
+        verdict = self._failures.record_reply("calls_without_tools" if dropped else "empty_reply")
+        hint = self._hint(verdict)
+        await self._sink.checkpoint()
+        if verdict is not None and verdict.action == "stop":
+            stop = Stop(reason="repeated_failure", detail=verdict.text)
+            return Turn(kind="stopped", stop=stop)
+        return Turn(kind="empty", hint=hint)
 
     def say(self, text: str) -> None:
         """Add a `user` message from the harness."""
@@ -264,6 +296,7 @@ class ActiveRun:
         await self._sink.commit()
         started = self._clock.monotonic()
         response = await (self._streamed(request) if self._stream else self._model.request(request))
+        response = _cleaned(response)
         self.usage += response.usage
         if self.window is not None:
             self.window.observe(request.messages, request.tools, response.usage)
@@ -314,10 +347,23 @@ class ActiveRun:
     async def _streamed(self, request: ModelRequest) -> ModelResponse:
         async for event in self._model.stream(request):
             if isinstance(event, TextDelta):
-                self.emit("model_delta", step=self._steps, text=event.text)
+                self.emit("model_delta", step=self._steps, text=clean_text(event.text))
             elif isinstance(event, ResponseDone):
                 return event.response
         raise RuntimeError(f"model {self._model.name} ended its stream without a response")
+
+
+def _cleaned(response: ModelResponse) -> ModelResponse:
+    r"""The response with lone surrogates replaced, whichever `Model` made it.
+
+    The provider adapters clean what they read; other models (text tool-call parsers that
+    decode `\ud800` escapes, a user's own `Model`) may not, and the store encodes UTF-8.
+    """
+    message = clean_message(response.message)
+    refusal = None if response.refusal is None else clean_text(response.refusal)
+    if message is response.message and refusal == response.refusal:
+        return response
+    return dataclasses.replace(response, message=message, refusal=refusal)
 
 
 def _unknown_outcome(call: ToolCall) -> Message:

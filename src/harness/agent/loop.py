@@ -28,6 +28,7 @@ from harness.core.codec import usage_to_dict
 from harness.core.events import EventType, RunSink
 from harness.core.messages import Message
 from harness.core.results import RunResult, TerminationReason
+from harness.core.unicode import clean_text
 from harness.core.usage import Usage
 from harness.errors import RunInterrupted, StoreError
 from harness.gateway.model import Model
@@ -122,7 +123,8 @@ class AgentLoop:
             raise
         except Exception as exc:  # a run ends with an error; it never crashes its host
             error_type = type(exc).__name__
-            result = self._result(run, None, "error", error=str(exc) or error_type)
+            error = clean_text(str(exc))  # it may quote a server's (or model's) text
+            result = self._result(run, None, "error", error=error or error_type)
         self._report(result, error_type, stop)
         return result
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from harness.agent._lenient_json import find_json
+from harness.core.bounds import json_bound_problem
 from harness.errors import ConfigError, ToolDefinitionError
 from harness.gateway.model import ResponseFormat
 from harness.tools.validation import json_path, validator_for
@@ -106,6 +107,9 @@ class OutputSpec:
         and `//` or `/* */` comments are ignored. When several JSON values are found, the
         last valid one wins; when none is valid, the errors are those of the last one.
         """
+        problem = json_bound_problem(text, what="the answer")
+        if problem:
+            return ExtractResult(errors=(problem,))
         found = find_json(text)
         if not found.values:
             return ExtractResult(errors=(found.problem or _NO_JSON,))

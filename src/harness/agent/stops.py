@@ -19,11 +19,17 @@ them, and any call that succeeds starting the count afresh, a repeated failure i
 - alternating: the last 2N calls all failed, whatever their kinds, so that a model cannot
   fail forever by varying its mistakes.
 
-The counts are taken at the end of each tool round. The first repeated failure injects a
-hint (a `user` message starting with `HINT_PREFIX`, event `hint_injected`) telling the
-model to change approach or stop and explain, and the count starts again. A second one
-before any call succeeds stops the run with `repeated_failure`. A call that succeeds after
-the hint re-arms it: the next repeated failure gets a hint again. The counts live in
+A reply that gives nothing usable counts as a failure too, of the kind `empty_reply` (no
+text and no call) or `calls_without_tools` (only tool calls, on a turn that offers no tools:
+a plan, a final answer, a report). A reply with usable text starts the count afresh, like
+a call that succeeds.
+
+The counts are taken at the end of each tool round, and after each unusable reply. The
+first repeated failure injects a hint (a `user` message starting with `HINT_PREFIX`, event
+`hint_injected`) telling the model to change approach or stop and explain, and the count
+starts again. A second one before any call succeeds (or a reply is usable) stops the run
+with `repeated_failure`. A success after the hint re-arms it: the next repeated failure
+gets a hint again. The counts live in
 memory: a run resumed after a restart or a pause starts them from zero.
 """
 
@@ -41,6 +47,7 @@ __all__ = [
     "HINT_PREFIX",
     "FailureTracker",
     "FailureVerdict",
+    "ReplyFailure",
     "Stop",
     "budget_reached",
     "limit_reached",
@@ -104,7 +111,17 @@ def budget_reached(limits: Limits, *, usage: Usage, elapsed_s: float) -> Stop | 
 
 
 FailureKind = tuple[str, str]
-"""A tool name and the status its call ended with."""
+"""A tool name and the status its call ended with (for a reply: `_REPLY` and its kind)."""
+
+ReplyFailure = Literal["empty_reply", "calls_without_tools"]
+"""How a reply gave nothing usable: no text and no call, or only calls on a turn without
+tools."""
+
+_REPLY: Final = "(reply)"  # not a valid tool name, so it is never a tool's kind
+_REPLY_PROBLEMS: Final[dict[str, str]] = {
+    "empty_reply": "were empty",
+    "calls_without_tools": "called tools on turns where no tool can be called",
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -134,10 +151,22 @@ class FailureTracker:
         """Count one tool round's outcomes, in call order; say what to do, if anything."""
         for outcome in outcomes:
             if outcome.ok:
-                self._failures.clear()
-                self._hinted = False
+                self.succeeded()
             else:
                 self._failures.append((outcome.call.name, outcome.status))
+        return self._verdict()
+
+    def record_reply(self, kind: ReplyFailure) -> FailureVerdict | None:
+        """Count one reply that gave nothing usable; say what to do, if anything."""
+        self._failures.append((_REPLY, kind))
+        return self._verdict()
+
+    def succeeded(self) -> None:
+        """A call succeeded or a reply was usable: start the count afresh."""
+        self._failures.clear()
+        self._hinted = False
+
+    def _verdict(self) -> FailureVerdict | None:
         problem = self._problem()
         if problem is None:
             return None
@@ -151,6 +180,8 @@ class FailureTracker:
         failures = self._failures
         if len(failures) >= self.limit and len(set(failures[-self.limit :])) == 1:
             tool, status = failures[-1]
+            if tool == _REPLY:
+                return f"your last {self.limit} replies {_REPLY_PROBLEMS[status]}"
             return (
                 f"the tool {tool!r} failed {self.limit} times in a row with the same kind "
                 f"of error ({status})"

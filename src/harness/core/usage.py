@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
-__all__ = ["Limits", "Usage"]
+__all__ = ["DEFAULT_TOOL_TIMEOUT", "Limits", "Usage"]
+
+DEFAULT_TOOL_TIMEOUT: Final = 30.0
+"""Seconds a call may run when neither its tool nor `Limits.tool_timeout` says."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -59,7 +63,19 @@ class Limits:
     """Tool calls for the run."""
     max_identical_failures: int = 3
     """The same tool failing the same way this many times in a row is a repeated failure."""
-    tool_timeout: float = 30.0
-    """Seconds a tool may run when its spec sets no timeout of its own."""
+    tool_timeout: float | None = None
+    """Seconds any tool call may run at most; `None` leaves each tool its own timeout.
+
+    A tool call runs for the smaller of its tool's own `timeout` (`bash`: 120 s) and this;
+    a tool that sets none runs for this, or 30 s (`DEFAULT_TOOL_TIMEOUT`) when this is
+    `None`. A tool that stops its own work at the deadline (`bash` kills the command in its
+    sandbox) reports what it did by then, as a `tool_timeout`.
+    """
     max_result_chars: int = 4000
     """Characters of a tool result the model sees when the tool sets no limit of its own."""
+
+    def tool_seconds(self, own: float | None) -> float:
+        """Seconds a call may run, for a tool whose own timeout is `own` (`None`: none)."""
+        if own is None:
+            return self.tool_timeout or DEFAULT_TOOL_TIMEOUT
+        return own if self.tool_timeout is None else min(own, self.tool_timeout)

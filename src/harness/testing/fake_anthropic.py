@@ -131,7 +131,10 @@ def recorded(
 
 def signature(thinking: str) -> str:
     """The signature this server gives a thinking block with the text `thinking`."""
-    return _SIGNATURE_PREFIX + hashlib.sha256(thinking.encode()).hexdigest()[:32]
+    return (
+        _SIGNATURE_PREFIX
+        + hashlib.sha256(thinking.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    )
 
 
 class _AnthropicHandler(_Handler):
@@ -184,15 +187,16 @@ def _render(reply: FakeReply, request: JSON, number: int, model: str) -> FakeRep
     """The reply as raw bytes: as given, a JSON message, or SSE events for a stream."""
     if reply.body is not None:
         return reply
-    message = _message(reply, str(request.get("model") or model), number)
-    if request.get("stream"):
+    stream = bool(request.get("stream"))
+    message = _message(reply, str(request.get("model") or model), number, strict=not stream)
+    if stream:
         body = tuple(_sse(event) for event in _events(message, reply))
         return dataclasses.replace(reply, status=200, headers=_SSE, body=body)
     headers = (("content-type", "application/json"),)
     return dataclasses.replace(reply, status=200, headers=headers, body=(_dumps(message),))
 
 
-def _message(reply: FakeReply, model: str, number: int) -> JSON:
+def _message(reply: FakeReply, model: str, number: int, *, strict: bool = True) -> JSON:
     content: list[JSON] = []
     if reply.reasoning:
         thinking = reply.reasoning
@@ -200,7 +204,7 @@ def _message(reply: FakeReply, model: str, number: int) -> JSON:
     if reply.content:
         content.append({"type": "text", "text": reply.content})
     for call in reply.calls:
-        tool_input = json.loads(call.arguments or "{}")
+        tool_input = _input(call.arguments, strict=strict)
         content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input})
     return {
         "id": f"msg_fake_{number}",
@@ -212,6 +216,20 @@ def _message(reply: FakeReply, model: str, number: int) -> JSON:
         "stop_sequence": None,
         "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
     }
+
+
+def _input(arguments: str, *, strict: bool) -> Any:
+    """The `input` of a tool_use block.
+
+    A whole message must hold the arguments as an object, so a script whose arguments are
+    not one fails (`strict`); a stream sends them as they are, in `partial_json` deltas.
+    """
+    try:
+        return json.loads(arguments or "{}")
+    except (ValueError, RecursionError):
+        if strict:
+            raise
+        return {}
 
 
 def _events(message: JSON, reply: FakeReply) -> Iterator[JSON]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from harness.core.bounds import json_bound_problem
 from harness.core.messages import ToolCall
 from harness.errors import ConfigError
 from harness.tools.spec import Approval, ToolSpec
@@ -145,9 +146,12 @@ def _tool_reason(spec: ToolSpec) -> str | None:
 
 
 def _arguments(raw: str) -> Mapping[str, Any]:
+    """The decoded arguments, or none when they cannot be read (the toolset then refuses them)."""
+    if json_bound_problem(raw):
+        return {}
     try:
         value: object = json.loads(raw) if raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 

@@ -52,6 +52,8 @@ class ToolContext:
     """The directory the agent works in, when it has one."""
     results: ResultStore = field(default_factory=MemoryResultStore)
     """Where full results of truncated calls are kept."""
+    timeout_s: float | None = None
+    """Seconds this call may run (`Limits.tool_seconds`), set by the toolset for each call."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -46,7 +46,13 @@ class ToolSpec:
     side_effects: SideEffects = "mutating"
     """What running the tool can change; drives approval policies and retries."""
     timeout: float | None = None
-    """Seconds a call may run before it is stopped; `None` uses `Limits.tool_timeout`."""
+    """Seconds a call may run before it is stopped; `Limits.tool_timeout` may cut it shorter.
+
+    `None` uses `Limits.tool_timeout`, or 30 s when that is not set either.
+    """
+    grace_s: float = 0.0
+    """Seconds past the deadline before the call is cancelled, for a tool that stops its own
+    work at `ToolContext.timeout_s` and reports it (as `bash` kills its command)."""
     approval: Approval = "auto"
     """Whether calls need a human decision first."""
     max_result_chars: int | None = None

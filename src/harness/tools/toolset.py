@@ -10,8 +10,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
+from harness.core.bounds import json_bound_problem
 from harness.core.clock import Clock, SystemClock
 from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
+from harness.core.unicode import clean_json, clean_text
 from harness.core.usage import Limits
 from harness.errors import ApprovalRequired, ToolDefinitionError, ToolError
 from harness.tools import feedback as _feedback
@@ -139,7 +141,8 @@ class Toolset:
 
         Args:
             call: The call as the model made it; its name and arguments may be invalid.
-            limits: Supplies the timeout and result size for tools that set none.
+            limits: Bound the call's time (`Limits.tool_seconds`) and give the result size
+                for tools that set none.
             context: Handed to tools that take a `ToolContext`; its result store keeps the
                 full text of results the model sees only in part.
 
@@ -151,16 +154,17 @@ class Toolset:
             ApprovalRequired: The tool asked for a human decision before it goes on.
         """
         started = self._clock.monotonic()
-        context = replace(context or ToolContext(), call_id=call.id)
         spec = self._specs.get(call.name)
         if spec is None:
             status, text = self._no_tool(call)
             return self.outcome(call, status, text, limits=limits, started=started)
-        status, result = await self._run(spec, call.arguments, limits, context)
+        seconds = limits.tool_seconds(spec.timeout)
+        context = replace(context or ToolContext(), call_id=call.id, timeout_s=seconds)
+        status, result = await self._run(spec, call.arguments, context, seconds)
         text, metadata = _split(result)
         if status == "ok" and metadata.get("timed_out"):
             # The tool stopped its own work at its deadline: the same status, plus its output.
-            seconds = float(metadata.get("timeout_s") or spec.timeout or limits.tool_timeout)
+            seconds = float(metadata.get("timeout_s") or seconds)
             status, text = "tool_timeout", f"{_feedback.tool_timeout(spec, seconds)}\n{text}"
         return self.outcome(
             call, status, text, limits=limits, started=started, context=context, metadata=metadata
@@ -195,19 +199,18 @@ class Toolset:
         return "unknown_tool", _feedback.unknown_tool(call.name, self.names)
 
     async def _run(
-        self, spec: ToolSpec, arguments: str, limits: Limits, context: ToolContext
+        self, spec: ToolSpec, arguments: str, context: ToolContext, seconds: float
     ) -> tuple[ToolStatus, str | ToolResult]:
-        timeout = spec.timeout or limits.tool_timeout
         try:
             kwargs = self._arguments(spec, arguments)
             if spec.context_param:
                 kwargs[spec.context_param] = context
-            value = await _invoke(spec.function, kwargs, timeout)
+            value = await _invoke(spec.function, kwargs, seconds + spec.grace_s)
             return "ok", value if isinstance(value, ToolResult) else render_result(value)
         except _Rejected as rejected:
             return rejected.status, rejected.text
         except _TimedOut:
-            return "tool_timeout", _feedback.tool_timeout(spec, timeout)
+            return "tool_timeout", _feedback.tool_timeout(spec, seconds)
         except InvalidArguments as exc:
             return "invalid_arguments", _feedback.invalid_arguments(spec, exc.violations, exc.hint)
         except ToolError as exc:
@@ -264,6 +267,7 @@ class Toolset:
         there and the model is told how to read the rest with `read_result`.
         """
         spec = self._specs.get(call.name)
+        text = clean_text(text)  # a tool's output, or the model's text quoted back to it
         limit = (spec.max_result_chars if spec else None) or limits.max_result_chars
         shown, cut = truncate(text, limit)
         if cut and context is not None and READ_RESULT in self._specs:
@@ -299,11 +303,17 @@ def _decode(spec: ToolSpec, arguments: str) -> object:
     """Parse the JSON arguments; nothing at all (or `null`) means no arguments."""
     if not arguments.strip():
         return {}
+    problem = json_bound_problem(arguments)
+    if problem:
+        hint = f"Send flatter, shorter arguments and call {spec.name!r} again."
+        text = _feedback.invalid_arguments(spec, [Violation(path="$", message=problem)], hint)
+        raise _Rejected("invalid_arguments", text)
     try:
         value = json.loads(arguments, parse_constant=_reject_constant, parse_float=_finite)
     except (ValueError, RecursionError) as exc:
         raise _Rejected("invalid_json", _feedback.invalid_json(spec, arguments, exc)) from None
-    return {} if value is None else value
+    # A "\ud800" escape decodes to a lone surrogate, which no tool could write anywhere.
+    return {} if value is None else clean_json(value)
 
 
 def _reject_constant(name: str) -> object:

@@ -60,6 +60,20 @@ async def test_the_timeout_kills_the_command_and_says_so(
     assert outcome.metadata["timed_out"] is True
 
 
+async def test_limits_tool_timeout_kills_the_command_before_its_own_timeout(
+    sandbox: Sandbox, workspace: Path, leftovers: object
+) -> None:
+    toolset = Toolset([bash_tool(cwd=workspace, sandbox=sandbox)])  # its own: 120 s
+    outcome = await toolset.execute(
+        call("echo started; sleep 100 & sleep 100"), limits=Limits(tool_timeout=1)
+    )
+    assert outcome.status == "tool_timeout"
+    assert outcome.output.startswith("Tool 'bash' was stopped after 1 s")
+    assert "started\n[killed after 1 s (timeout)" in outcome.output  # with its partial output
+    assert outcome.metadata["timed_out"] is True
+    assert outcome.metadata["timeout_s"] == 1
+
+
 async def test_without_a_sandbox_the_tool_refuses_and_says_how_to_fix_it(
     workspace: Path, sandbox: Sandbox
 ) -> None:

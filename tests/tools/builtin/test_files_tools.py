@@ -1,5 +1,6 @@
 """The file tools on real files: what each does, and what the model reads back."""
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -305,7 +306,7 @@ async def test_write_lone_surrogate_does_not_crash(ws: Path) -> None:
     )
     outcome = await Toolset(file_tools(ws)).execute(call_, limits=Limits())
     assert outcome.status == "ok"
-    assert (ws / "s.txt").read_bytes() == b"a?b"
+    assert (ws / "s.txt").read_text(encoding="utf-8") == "a\ufffdb"  # as the toolset decoded it
 
 
 def test_write_to_a_directory_is_refused(ws: Path) -> None:
@@ -559,9 +560,36 @@ async def test_search_invalid_regex(ws: Path) -> None:
     outcome = await run(ws, "search", pattern="print(")
     assert outcome.status == "tool_error"
     message = text(outcome)
-    assert "'print(' is not a valid Python regular expression: missing ), unterminated" in message
-    assert "at position 5" in message
+    assert "'print(' is not a valid regular expression: missing ): print(." in message
     assert "Hint: Put a backslash before" in message
+
+
+@pytest.mark.parametrize("pattern", [r"(\w)\1", "foo(?=bar)", "(?<!x)y", "(?P<q>a)(?P=q)"])
+async def test_search_says_which_features_it_lacks(ws: Path, pattern: str) -> None:
+    outcome = await run(ws, "search", pattern=pattern)
+    assert outcome.status == "tool_error"
+    assert "no backreferences (\\1) or lookaround" in text(outcome)
+
+
+async def test_a_catastrophic_pattern_finishes_and_the_loop_keeps_running(ws: Path) -> None:
+    # A backtracking engine needs about 2**28 steps for this line while holding the GIL, so
+    # neither the loop nor the tool timeout could act until it ended.
+    (ws / "a.txt").write_text("a" * 28 + "b\n" + "a" * 100_000 + "\n")
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticking = asyncio.create_task(ticker())
+    call_ = ToolCall(id="c", name="search", arguments=json.dumps({"pattern": "(a+)+$"}))
+    outcome = await Toolset(file_tools(ws)).execute(call_, limits=Limits(tool_timeout=5))
+    ticking.cancel()
+    assert outcome.status == "ok"
+    assert text(outcome).startswith("1 match for '(a+)+$'")
+    assert ticks > 0
 
 
 async def test_search_without_matches_says_what_to_try(project: Path) -> None:

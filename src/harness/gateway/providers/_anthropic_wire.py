@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from harness.core.bounds import json_bound_problem
 from harness.core.messages import Message, ToolCall, ToolDefinition
 from harness.core.usage import Usage
 from harness.gateway.model import (
@@ -200,6 +201,8 @@ def tool_input(arguments: str) -> JSON:
     """
     if not arguments.strip():
         return {}
+    if json_bound_problem(arguments):  # nested too deep to parse or send: kept as text
+        return {"raw_arguments": arguments}
     try:
         parsed: object = json.loads(arguments)
     except ValueError:
@@ -450,7 +453,7 @@ def _finished(block: _Block) -> JSON:
     elif block.saw_json:
         try:
             data["input"] = json.loads("".join(block.parts) or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):
             pass  # a server block cut short keeps the input it started with
     return data
 

@@ -25,6 +25,7 @@ from anthropic.types import Message as WireMessage  # noqa: TID251
 from anthropic.types import MessageParam, RawMessageStreamEvent  # noqa: TID251
 
 from harness.core.ids import new_id
+from harness.core.unicode import clean_json
 from harness.errors import (
     ConfigError,
     ModelConnectionError,
@@ -254,5 +255,9 @@ def _messages(params: dict[str, Any]) -> list[MessageParam]:
 
 
 def _plain(value: WireMessage | RawMessageStreamEvent) -> dict[str, Any]:
-    """The JSON the server sent, with its field names, back from the SDK's typed object."""
-    return value.to_dict(mode="json", warnings=False)
+    """The JSON the server sent, with its field names, back from the SDK's typed object.
+
+    Lone surrogates are replaced: a signed thinking block that held one no longer matches
+    its signature, but could not be sent back as it came either (requests are UTF-8).
+    """
+    return clean_json(value.to_dict(mode="json", warnings=False))

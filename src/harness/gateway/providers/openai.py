@@ -28,6 +28,7 @@ from openai.types.chat import (  # noqa: TID251
 )
 
 from harness.core.ids import new_id
+from harness.core.unicode import clean_json
 from harness.errors import (
     ModelConnectionError,
     ModelError,
@@ -203,5 +204,5 @@ def _messages(params: dict[str, Any]) -> list[ChatCompletionMessageParam]:
 
 
 def _plain(value: ChatCompletion | ChatCompletionChunk) -> dict[str, Any]:
-    """The JSON the server sent, back from the SDK's typed object."""
-    return value.model_dump(warnings=False, exclude_unset=True)
+    """The JSON the server sent, back from the SDK's typed object, lone surrogates replaced."""
+    return clean_json(value.model_dump(warnings=False, exclude_unset=True))

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from harness.core.ids import new_id
 from harness.core.messages import Message, ToolCall
+from harness.core.unicode import clean_message
 from harness.gateway.model import (
     Model,
     ModelRequest,
@@ -138,6 +139,7 @@ class TextToolCallModel:
             tool_calls=_unique_ids(calls, request.messages),
             reasoning=reasoning,
         )
+        message = clean_message(message)  # a "\ud800" escape in the text decodes to a surrogate
         finish = response.finish_reason
         if calls and finish in ("stop", "other"):
             finish = "tool_calls"

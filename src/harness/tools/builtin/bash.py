@@ -21,7 +21,7 @@ from typing import Final
 from harness.errors import ConfigError, ToolError
 from harness.tools.builtin._fs import private_parts
 from harness.tools.builtin._process import Ending, ProcessResult, run_process
-from harness.tools.context import ToolResult
+from harness.tools.context import ToolContext, ToolResult
 from harness.tools.results import NO_OUTPUT
 from harness.tools.sandbox import Sandbox, SandboxLimits, SandboxResult
 from harness.tools.spec import ToolSpec
@@ -109,16 +109,17 @@ def bash_tool(
         allow_unsandboxed=allow_unsandboxed,
         limits=replace(limits or SandboxLimits(), wall_s=timeout),
     )
-    return ToolSpec.from_schema(
+    spec = ToolSpec.from_schema(
         name="bash",
         description=_description(cwd, timeout, max_result_chars, network),
         parameters=_PARAMETERS,
         function=runner.bash,
         side_effects="destructive",
-        timeout=timeout + _TIMEOUT_MARGIN_S,
+        timeout=timeout,
         approval="ask" if network or allow_unsandboxed else "auto",
         max_result_chars=max_result_chars,
     )
+    return replace(spec, context_param="context", grace_s=_TIMEOUT_MARGIN_S)
 
 
 async def run_bash(
@@ -180,7 +181,11 @@ class _Runner:
     extra_env: dict[str, str] = field(default_factory=dict[str, str])
     hidden: tuple[str, ...] = ()
 
-    async def bash(self, command: str) -> ToolResult:
+    async def bash(self, command: str, context: ToolContext | None = None) -> ToolResult:
+        deadline = context.timeout_s if context is not None else None
+        if deadline is not None and deadline < self.timeout:  # Limits.tool_timeout is shorter
+            shorter = replace(self, timeout=deadline, limits=replace(self.limits, wall_s=deadline))
+            return await shorter.bash(command)
         workspace = self.cwd or Path.cwd()  # run_bash resolves None here, bash_tool at its making
         if self.allow_unsandboxed and not self.sandbox.probe().available:
             return await self._unsandboxed(command, workspace)

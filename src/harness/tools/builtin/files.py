@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from harness.errors import ToolError
 from harness.tools.builtin._fs import Entry, Private, Workspace
+from harness.tools.builtin._regex import Regex, RegexError, compile_regex
 from harness.tools.feedback import did_you_mean
 from harness.tools.spec import SideEffects, ToolSpec
 
@@ -203,14 +204,15 @@ def search_tool(
         return scan.report(pattern, where)
 
     text = (
-        "Search the text files under a path of the workspace, line by line, for a Python "
-        "regular expression; each match comes back as `path:line: text`. glob limits the files: "
+        "Search the text files under a path of the workspace, line by line, for a regular "
+        "expression (Python syntax without backreferences or lookaround); each match comes back "
+        "as `path:line: text`. glob limits the files: "
         "'*.py' is matched against file names, 'src/*.py' against paths. Binary files, '.git' "
         "and symbolic links are skipped. Start the pattern with (?i) to ignore case."
     )
     return _spec(search, "none", text, max_matches * (_MATCH_CHARS + 100) + _MARGIN)(
         ["pattern"],
-        pattern=_arg("string", "Python regular expression, e.g. 'def \\w+' or '(?i)todo'."),
+        pattern=_arg("string", "Regular expression, e.g. 'def \\w+' or '(?i)todo'."),
         path=_arg("string", "Directory or file to search, relative to the workspace root."),
         glob=_arg(["string", "null"], "Only files matching this, e.g. '*.py' or 'src/*.py'."),
     )
@@ -352,22 +354,26 @@ def _row(entry: Entry, depth: int) -> str:
     return f"{entry.path}  (special file)"
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+def _compile(pattern: str) -> Regex:
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        return compile_regex(pattern)
+    except RegexError as exc:
+        hint = (
+            "This search matches in linear time, so it has no backreferences (\\1) or "
+            "lookaround ((?=...), (?<=...)): search for a looser pattern and read the files."
+            if exc.unsupported
+            else "Put a backslash before ( ) [ ] { } . * + ? | ^ $ \\ to match them as "
+            "plain characters, e.g. 'print\\(' to find 'print('."
+        )
         raise ToolError(
-            f"{pattern!r} is not a valid Python regular expression: {exc.msg} at position "
-            f"{exc.pos}.",
-            hint="Put a backslash before ( ) [ ] { } . * + ? | ^ $ \\ to match them as "
-            "plain characters, e.g. 'print\\(' to find 'print('.",
+            f"{pattern!r} is not a valid regular expression: {exc.reason}.", hint=hint
         ) from None
 
 
 class _Scan:
     """One search over files met by a walk: what it found and what it skipped."""
 
-    def __init__(self, regex: re.Pattern[str], glob: str, max_matches: int) -> None:
+    def __init__(self, regex: Regex, glob: str, max_matches: int) -> None:
         self.regex, self.glob, self.max_matches = regex, glob, max_matches
         self.hits: list[str] = []
         self.searched = self.skipped = 0

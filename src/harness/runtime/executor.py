@@ -360,7 +360,7 @@ class RunExecutor:
             elif event.type == "approval_decided":
                 asked.discard(call_id)
             elif event.type == "context_compacted" and isinstance(event.payload.get("state"), dict):
-                context = ContextState.from_dict(event.payload["state"])
+                context = ContextState.from_payload(event.payload)
         return asked, context
 
     async def _end(self, run_id: str, event: NewEvent, state: str, update: RunUpdate) -> None:

@@ -19,6 +19,7 @@ from harness.core.codec import (
 from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.core.usage import Limits
+from harness.gateway.model import ModelSettings, ResponseFormat
 from harness.memory import ContextPolicy
 from harness.store.protocol import RunRecord
 from harness.tools.approvals import (
@@ -139,6 +140,7 @@ def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:
         "output_type": None if agent.output_type is None else dict(agent.output_type),
         "verifier": agent.verifier,
         "context": _context(agent.context),
+        "settings": _settings(agent.settings),
         "approvals": {
             "tools": dict(agent.approvals.tools),
             "rules": [
@@ -169,7 +171,28 @@ def agent_from_metadata(data: Mapping[str, Any]) -> AgentSpec:
         output_type=data.get("output_type"),
         verifier=data.get("verifier"),
         context=_context_from(data.get("context")),
+        settings=_settings_from(data.get("settings") or {}),
     )
+
+
+def _settings(settings: ModelSettings) -> dict[str, Any]:
+    data = dataclasses.asdict(settings)
+    data["stop"] = list(settings.stop)
+    if settings.response_format is not None:
+        data["response_format"] = {
+            **data["response_format"],
+            "schema": dict(settings.response_format.schema),
+        }
+    return data
+
+
+def _settings_from(data: Mapping[str, Any]) -> ModelSettings:
+    fields = dict(data)
+    fields["stop"] = tuple(fields.get("stop") or ())
+    response_format = fields.get("response_format")
+    if response_format is not None:
+        fields["response_format"] = ResponseFormat(**response_format)
+    return ModelSettings(**fields)
 
 
 def _context(context: ContextPolicy | Mapping[str, Any] | None) -> dict[str, Any] | None:

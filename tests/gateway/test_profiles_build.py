@@ -209,7 +209,6 @@ async def test_an_anthropic_profile_speaks_the_messages_api(
     assert isinstance(bottom, AnthropicModel)
 
 
-
 def fallback_to(second: ModelProfile, limiters: dict[str, Limiter]) -> None:
     first = ModelProfile(
         name="first", base_url="http://127.0.0.1:9/v1", concurrency=1, fallbacks=(second.name,)

@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.agent.spec import AgentSpec
-from harness.core.codec import (
-    SCHEMA_VERSION,
-    result_from_dict,
-    result_to_dict,
-    usage_to_dict,
-)
-from harness.core.messages import Message
+from harness.core.codec import result_to_dict
 from harness.core.results import RunResult
 from harness.core.usage import Limits
 from harness.gateway.model import ModelSettings, ResponseFormat
 from harness.memory import ContextPolicy
-from harness.store.protocol import RunRecord
 from harness.tools.approvals import (
     ApprovalDecision,
     ApprovalPolicy,
@@ -29,7 +22,7 @@ from harness.tools.approvals import (
     ApprovalRule,
 )
 
-__all__ = ["RunHandle", "agent_from_metadata", "agent_metadata", "result_data", "stored_result"]
+__all__ = ["RunHandle", "agent_from_metadata", "agent_metadata", "result_data"]
 
 
 @dataclass(kw_only=True)
@@ -80,33 +73,6 @@ def result_data(result: RunResult, agent: AgentSpec) -> dict[str, Any]:
         result = dataclasses.replace(result, data=spec.dump(result.data))
     encoded = result_to_dict(result)
     return {key: encoded[key] for key in _RESULT_DATA if key in encoded}
-
-
-def stored_result(
-    record: RunRecord, messages: Sequence[Message], agent: AgentSpec | None
-) -> RunResult:
-    """The result of an ended run, rebuilt from the store.
-
-    Structured output comes back as JSON; when the agent is known and the value was
-    valid, it is validated again into the agent's output type (a pydantic model …).
-    """
-    encoded: dict[str, Any] = {
-        **(record.result_data or {}),
-        "v": SCHEMA_VERSION,
-        "run_id": record.run_id,
-        "output": record.result,
-        "termination": record.termination,
-        "complete": record.termination == "final_answer",
-        "usage": usage_to_dict(record.usage),
-        "error": record.error,
-    }
-    result = dataclasses.replace(result_from_dict(encoded), messages=tuple(messages))
-    spec = agent.output_spec if agent is not None else None
-    if spec is not None and result.output_valid and result.data is not None:
-        checked = spec.validate(result.data)
-        if checked.ok:
-            result = dataclasses.replace(result, data=checked.value)
-    return result
 
 
 def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import Agent, Harness, Limits, tool
+from harness import Agent, Harness, Limits, ModelRequest, tool
 from harness.core import RunEvent
 from harness.errors import InvalidTransition, RunError, RunQueueFull
+from harness.gateway.scripted import Reply
 from harness.runtime import EventBus, RunRecorder, Settings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 
@@ -253,3 +254,32 @@ async def test_calls_that_never_ran_are_not_counted_in_the_stored_usage(tmp_path
         record = await harness.get(result.run_id)
     assert result.usage.tool_calls == 1
     assert record.usage.tool_calls == 1
+
+
+async def test_a_model_call_made_before_a_crash_is_counted_in_the_usage(tmp_path: Path) -> None:
+    looking, stop_here = asyncio.Event(), asyncio.Event()
+
+    @tool(side_effects="idempotent")
+    async def look(path: str) -> str:
+        """Look at a path (safe to repeat)."""
+        looking.set()
+        await stop_here.wait()  # the first process stops while the call runs
+        return f"saw {path}"
+
+    def answer(request: ModelRequest) -> Reply:
+        if request.messages[-1].role == "tool":
+            return reply("seen")
+        return reply(None, call("look", {"path": "x"}))
+
+    first, second = FunctionModel(answer), FunctionModel(answer)
+    async with Harness(settings(tmp_path)) as harness:
+        run_id = await harness.submit(Agent(name="look", model=first, tools=[look]), "look")
+        await looking.wait()
+    stop_here.set()
+    again = Agent(name="look", model=second, tools=[look])
+    async with Harness(settings(tmp_path), agents=(again,)) as harness:
+        result = await harness.wait(run_id)
+        record = await harness.get(run_id)
+    assert result.ok
+    made = len(first.requests) + len(second.requests)
+    assert result.usage.requests == record.usage.requests == made

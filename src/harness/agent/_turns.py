@@ -148,6 +148,10 @@ class ActiveRun:
         Without tools, calls the model makes anyway are dropped from its message. A turn
         that offers no tools and may give the final answer (`answer`) asks for the
         agent's output type natively, when it has one.
+
+        The reply and the usage of the call are durable before anything else happens (a
+        reply with tool calls commits with its `tool_started` events): a crash from here on
+        never loses what the call cost, and a resumed run goes on from the reply.
         """
         self._steps += 1
         self.emit("step_started", step=self._steps, **step_info)
@@ -155,6 +159,8 @@ class ActiveRun:
         if not tools and message.tool_calls:
             message = dataclasses.replace(message, tool_calls=())
         self.append(message)
+        if not message.tool_calls:
+            await self._sink.commit()
         return message
 
     def say(self, text: str) -> None:

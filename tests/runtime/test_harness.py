@@ -2,15 +2,17 @@
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 
 import pytest
 
-from harness import Agent, Harness, Limits, ModelRequest, tool
+from harness import Agent, Harness, Limits, Message, ModelRequest, tool
 from harness.core import RunEvent
 from harness.errors import InvalidTransition, RunError, RunQueueFull
 from harness.gateway.scripted import Reply
 from harness.runtime import EventBus, RunRecorder, Settings
+from harness.store.protocol import NewEvent, NewRun
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 
 
@@ -283,3 +285,39 @@ async def test_a_model_call_made_before_a_crash_is_counted_in_the_usage(tmp_path
     assert result.ok
     made = len(first.requests) + len(second.requests)
     assert result.usage.requests == record.usage.requests == made
+
+
+@pytest.mark.parametrize("stopped", ["paused", "crashed"])
+@pytest.mark.parametrize(("max_seconds", "termination"), [(50, "timeout"), (150, "final_answer")])
+async def test_the_time_budget_counts_the_time_executed_before_a_resume_or_takeover(
+    tmp_path: Path, stopped: str, max_seconds: float, termination: str
+) -> None:
+    # A run that executed for 100 s, then stood still (paused, or its owner died) for 900 s.
+    agent = Agent(
+        name="timed", model=ScriptedModel(["done"]), limits=Limits(max_seconds=max_seconds)
+    )
+    t0 = time.time() - 1000
+    events = [
+        NewEvent(type="run_submitted", payload={"agent": "timed"}, ts=t0),
+        NewEvent(type="run_started", payload={"agent": "timed"}, ts=t0),
+        NewEvent(type="step_started", payload={"step": 1}, ts=t0 + 100),
+    ]
+    if stopped == "paused":
+        events.append(NewEvent(type="run_paused", payload={"at": "step boundary"}, ts=t0 + 100))
+    state, owner = ("PAUSED", None) if stopped == "paused" else ("RUNNING", "gone:1")
+    run = NewRun(
+        run_id="run_timed",
+        agent="timed",
+        task="t",
+        state=state,
+        owner=owner,
+        lease_s=0 if owner else None,
+    )
+    async with Harness(settings(tmp_path), agents=(agent,)) as harness:
+        await harness.store.create_run(
+            run, events=events, messages=[Message.system("s"), Message.user("t")]
+        )
+        if stopped == "paused":
+            await harness.resume("run_timed")
+        result = await harness.wait("run_timed")
+    assert result.termination == termination

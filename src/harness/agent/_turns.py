@@ -97,6 +97,8 @@ class ActiveRun:
         self._native = output.response_format() if output is not None else None
         self._steps = sum(1 for m in messages if m.role == "assistant")
         self._started = clock.monotonic()
+        self.elapsed_before = 0.0
+        """Seconds the run executed before this resumption (`Limits.max_seconds` counts them)."""
         self._failures = FailureTracker(spec.limits.max_identical_failures)
 
     @property
@@ -120,8 +122,8 @@ class ActiveRun:
         return self._steps
 
     def elapsed_s(self) -> float:
-        """Seconds since this run (or its resumption) started."""
-        return self._clock.monotonic() - self._started
+        """Seconds the run has executed: before its resumption, and since."""
+        return self.elapsed_before + self._clock.monotonic() - self._started
 
     def limit_reached(self) -> Stop | None:
         """The limit the run has reached, if any (checked before each step)."""

@@ -214,7 +214,7 @@ class RunExecutor:
             return
         payload = control.payload
         if control.kind == "pause":
-            handle.pause_requested = True
+            handle.pause()
         elif control.kind == "cancel":
             handle.cancelled_by = str(payload.get("by") or "unknown")
             handle.cancel_reason = payload.get("reason")
@@ -311,7 +311,7 @@ class RunExecutor:
                 elapsed_s=left.elapsed_s,
             )
         except RunInterrupted:
-            sink.emit("run_paused", {"at": "step boundary"})
+            sink.emit("run_paused", {"at": handle.paused_at})
             await sink.flush(RunUpdate(state="PAUSED", usage=sink.usage))
             return None
         except asyncio.CancelledError:

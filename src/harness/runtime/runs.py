@@ -13,6 +13,7 @@ from harness.agent.spec import AgentSpec
 from harness.core.codec import result_to_dict
 from harness.core.results import RunResult
 from harness.core.usage import Limits
+from harness.errors import RunInterrupted
 from harness.gateway.model import ModelSettings, ResponseFormat
 from harness.memory import ContextPolicy
 from harness.tools.approvals import (
@@ -32,20 +33,39 @@ class RunHandle:
     run_id: str
     task: asyncio.Task[None] | None = None
     pause_requested: bool = False
+    paused_at: str = "step boundary"
+    """Where a pause stopped the run: at a step boundary, or while it waited for approval."""
     cancel_reason: str | None = None
     cancelled_by: str | None = None
     approvals: dict[str, asyncio.Future[ApprovalDecision]] = field(default_factory=lambda: {})
 
     async def wait_for_decision(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Wait until `approve` or `deny` arrives for this call, from any process."""
+        """Wait until `approve` or `deny` arrives for this call, from any process.
+
+        Raises:
+            RunInterrupted: A pause was asked for (before or during the wait): the run
+                pauses here, and the call, which never started, is asked again on resume.
+        """
         future = self.approvals.get(request.call_id)
         if future is None:
             future = asyncio.get_running_loop().create_future()
             self.approvals[request.call_id] = future
         try:
+            if self.pause_requested and not future.done():
+                future.set_exception(_paused_while_waiting(self.run_id))
             return await future
+        except RunInterrupted:
+            self.paused_at = "approval"
+            raise
         finally:
             self.approvals.pop(request.call_id, None)
+
+    def pause(self) -> None:
+        """Ask the run to pause: at its next step boundary, or now if it waits for approval."""
+        self.pause_requested = True
+        for future in self.approvals.values():
+            if not future.done():
+                future.set_exception(_paused_while_waiting(self.run_id))
 
     def decide(self, call_id: str, decision: ApprovalDecision) -> None:
         """Deliver a decision; one that arrives before the request waits for it."""
@@ -55,6 +75,10 @@ class RunHandle:
             self.approvals[call_id] = future
         if not future.done():
             future.set_result(decision)
+
+
+def _paused_while_waiting(run_id: str) -> RunInterrupted:
+    return RunInterrupted(f"run {run_id} paused while it waited for an approval")
 
 
 _PORTABLE_LIMITS = tuple(f.name for f in dataclasses.fields(Limits))

@@ -196,7 +196,8 @@ async def test_the_agents_context_settings_apply_over_the_profiles() -> None:
     tiers = {e.payload["tier"] for e in events if e.type == "context_compacted"}
     assert "summarize" in tiers
     summary = next(e for e in events if e.type == "context_compacted" and e.payload["summary"])
-    assert summary.payload["state"]["summary"] == summary.payload["summary"]
+    assert "summary" not in summary.payload["state"]  # the event carries it once
+    assert ContextState.from_payload(summary.payload).summary == summary.payload["summary"]
 
 
 async def test_a_context_policy_on_the_agent_works_for_any_model() -> None:
@@ -216,17 +217,18 @@ async def test_a_resumed_run_starts_from_the_last_compaction_state() -> None:
     policy = ContextPolicy(context_window=2500, trim_at=0.6, summarize_at=0.6, keep_last_turns=1)
     spec = AgentSpec(model=model, context=policy)
     events, first = await run(model, spec)
-    state = [e.payload["state"] for e in events if e.type == "context_compacted"][-1]
-    assert state["summary"]
+    last = [e.payload for e in events if e.type == "context_compacted"][-1]
+    state = ContextState.from_payload(last)
+    assert state.summary
 
     again = ScriptedModel(["done again"])
     recorder = RunRecorder("run_c", EventBus())
     loop = AgentLoop(spec, model=again, toolset=Toolset([inspect]), sink=recorder)  # type: ignore[arg-type]
     history = [*first.messages, Message.user("One more thing: say it again.")]
-    result = await loop.run("run_c", history, context=ContextState.from_dict(state))
+    result = await loop.run("run_c", history, context=state)
     assert result.output == "done again"
     (request,) = again.requests  # no summary had to be written again
-    assert state["summary"] in (request.messages[2].content or "")
+    assert state.summary in (request.messages[2].content or "")
 
 
 def test_bad_context_settings_fail_when_the_agent_is_made() -> None:

@@ -111,3 +111,24 @@ async def test_a_resumed_run_reruns_only_calls_that_are_safe_to_repeat() -> None
     assert [m.role for m in sent] == ["system", "user", "assistant", "tool", "tool"]
     assert result.output == "finished"
     assert result.termination == "final_answer"
+
+
+async def test_a_reply_is_durable_before_calls_that_are_safe_to_repeat_run() -> None:
+    model = ScriptedModel([reply(None, call("look", {"path": "x"})), reply("done")])
+    journal = Journal()
+    await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
+    entries = journal.entries
+    first_commit = entries.index("commit")
+    assert entries.index("event model_responded") < first_commit
+    assert entries.index("message assistant") < first_commit
+    assert entries.index("event tool_completed") > first_commit
+
+
+async def test_a_final_answer_is_durable_before_it_is_checked() -> None:
+    model = ScriptedModel([reply("done")])
+    journal = Journal()
+    await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
+    entries = journal.entries
+    answered = entries.index("message assistant")
+    assert entries[answered + 1] == "commit"
+    assert entries.index("event agent_message") > answered + 1

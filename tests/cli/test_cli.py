@@ -15,11 +15,22 @@ from harness.tools.sandbox import Sandbox
 HARNESS = str(Path(sys.executable).parent / "harness")
 
 
-def harness(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+NO_NETWORK = ("bwrap", "--dev-bind", "/", "/", "--unshare-net", "--")
+"""Runs a command in a network namespace of its own: only a loopback where nothing listens."""
+
+
+def harness(
+    *args: str, cwd: Path, timeout: float = 60, prefix: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HARNESS_HOME": str(cwd / ".harness"), "COLUMNS": "200", "NO_COLOR": "1"}
     env.pop("HARNESS_MODEL", None)
     return subprocess.run(
-        [HARNESS, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        [*prefix, HARNESS, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -143,13 +154,15 @@ def test_auth_and_not_found_errors_say_how_to_fix(tmp_path: Path, status: int) -
     assert "harness.toml" in output
 
 
-def test_default_model_is_the_local_llamacpp_server(tmp_path: Path) -> None:
-    done = harness("run", "--json", "hello", cwd=tmp_path)
+def test_default_model_is_the_local_llamacpp_server(tmp_path: Path, sandbox: Sandbox) -> None:
+    # In a network namespace of its own nothing listens on :8080, whatever runs on this
+    # machine: the run fails, and the message says which server it tried.
+    done = harness("run", "--json", "hello", cwd=tmp_path, prefix=NO_NETWORK)
     started = json.loads(done.stdout.splitlines()[1])
     assert started["type"] == "run_started"
     assert started["payload"]["model"].startswith("local")
-    if done.returncode != 0:  # nothing listens on :8080 here: the message must say what was tried
-        assert "localhost:8080" in done.stderr
+    assert done.returncode != 0
+    assert "localhost:8080" in done.stderr
 
 
 def test_bad_config_is_reported_without_traceback(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.core.messages import Message, ToolDefinition
-from harness.errors import ModelServerError, ProfileError
+from harness.errors import ConfigError, ModelServerError, ProfileError
 from harness.gateway.model import ModelRequest, ModelSettings, ResponseDone
 from harness.gateway.pricing import Prices
 from harness.gateway.profiles import ModelProfile, build_model, resolve_model
@@ -206,3 +207,32 @@ async def test_an_anthropic_profile_speaks_the_messages_api(
     while hasattr(bottom, "inner"):
         bottom = bottom.inner
     assert isinstance(bottom, AnthropicModel)
+
+
+def fallback_to(second: ModelProfile, limiters: dict[str, Limiter]) -> None:
+    first = ModelProfile(
+        name="first", base_url="http://127.0.0.1:9/v1", concurrency=1, fallbacks=(second.name,)
+    )
+    build_model(first, {second.name: second}, limiters=limiters)
+
+
+def test_a_fallback_stack_whose_sdk_is_missing_builds_none_of_its_members(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "anthropic", None)  # the SDK is not installed
+    monkeypatch.delitem(sys.modules, "harness.gateway.providers.anthropic")
+    limiters: dict[str, Limiter] = {}
+    with pytest.raises(ConfigError, match="SDK is not installed"):
+        fallback_to(ModelProfile(name="second", provider="anthropic", model="c"), limiters)
+    assert limiters == {}  # the first member's stack was not built
+
+
+def test_a_fallback_stack_without_credentials_builds_none_of_its_members(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    limiters: dict[str, Limiter] = {}
+    with pytest.raises(ConfigError, match="no API key"):
+        fallback_to(ModelProfile(name="second", provider="anthropic", model="c"), limiters)
+    assert limiters == {}

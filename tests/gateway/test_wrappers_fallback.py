@@ -28,6 +28,7 @@ from harness.gateway.model import (
 from harness.gateway.providers.openai import OpenAIModel
 from harness.gateway.scripted import FunctionModel
 from harness.gateway.wrappers import estimate_request_tokens
+from harness.memory import TokenCounter
 from harness.testing import FakeOpenAIServer, FakeReply, faults
 
 from .conftest import final_response
@@ -336,19 +337,24 @@ def test_needs_models_and_one_window_each() -> None:
         FallbackModel([one], context_windows=[100, 200])
 
 
-def test_estimate_counts_messages_tools_and_the_answer_budget() -> None:
-    plain = ask("x" * 400)
-    base = estimate_request_tokens(plain)
-    assert base >= 100
-    longer = ask("x" * 800)
-    assert estimate_request_tokens(longer) == base + 100
-    budget = ask("x" * 400, settings=ModelSettings(max_output_tokens=1000))
-    assert estimate_request_tokens(budget) == base + 1000
+def test_the_estimate_is_the_context_managers_uncalibrated_one_plus_the_answer_budget() -> None:
     tool = ToolDefinition(name="search", description="d" * 40, parameters={"type": "object"})
-    assert estimate_request_tokens(ask("x" * 400, tools=(tool,))) > base + 10
-    call = ToolCall(id="c1", name="search", arguments="a" * 80)
-    with_call = ModelRequest(messages=(Message.user("x" * 400), Message.assistant(None, [call])))
-    assert estimate_request_tokens(with_call) > base + 20
+    call = ToolCall(id="c1", name="search", arguments='{"q": "' + "a" * 80 + '"}')
+    messages = (Message.user("Find the thing. " * 30), Message.assistant(None, [call]))
+    request = ModelRequest(messages=messages, tools=(tool,))
+    assert estimate_request_tokens(request) == TokenCounter().estimate(messages, (tool,))
+    budget = ModelRequest(
+        messages=messages, tools=(tool,), settings=ModelSettings(max_output_tokens=1000)
+    )
+    assert estimate_request_tokens(budget) == estimate_request_tokens(request) + 1000
+
+
+async def test_cjk_text_is_sized_at_its_density_and_goes_to_the_larger_model() -> None:
+    small = FunctionModel(lambda request: "small", name="small")
+    large = FunctionModel(lambda request: "large", name="large")
+    request = ask("汉字" * 500)  # 1000 characters, about a token each (not one per four)
+    model = FallbackModel([small, large], context_windows=[600, None])
+    assert (await model.request(request)).message.content == "large"
 
 
 @pytest.mark.parametrize(("margin", "answered_by"), [(0, "small"), (-1, "large")])

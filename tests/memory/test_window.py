@@ -242,7 +242,7 @@ async def test_a_resumed_manager_continues_from_the_compaction_state() -> None:
     assert payload["tokens_after"] == first.compaction.tokens_after
     assert payload["tier"] == "summarize"
     messages += turn(60)
-    resumed = WindowManager(window.policy, state=ContextState.from_dict(payload["state"]))
+    resumed = WindowManager(window.policy, state=ContextState.from_payload(payload))
     a = await window.prepare(messages, TOOLS)
     b = await resumed.prepare(messages, TOOLS)
     assert a.messages == b.messages

@@ -2,14 +2,17 @@
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 
 import pytest
 
-from harness import Agent, Harness, Limits, tool
+from harness import Agent, Harness, Limits, Message, ModelRequest, tool
 from harness.core import RunEvent
 from harness.errors import InvalidTransition, RunError, RunQueueFull
+from harness.gateway.scripted import Reply
 from harness.runtime import EventBus, RunRecorder, Settings
+from harness.store.protocol import NewEvent, NewRun
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 
 
@@ -253,3 +256,68 @@ async def test_calls_that_never_ran_are_not_counted_in_the_stored_usage(tmp_path
         record = await harness.get(result.run_id)
     assert result.usage.tool_calls == 1
     assert record.usage.tool_calls == 1
+
+
+async def test_a_model_call_made_before_a_crash_is_counted_in_the_usage(tmp_path: Path) -> None:
+    looking, stop_here = asyncio.Event(), asyncio.Event()
+
+    @tool(side_effects="idempotent")
+    async def look(path: str) -> str:
+        """Look at a path (safe to repeat)."""
+        looking.set()
+        await stop_here.wait()  # the first process stops while the call runs
+        return f"saw {path}"
+
+    def answer(request: ModelRequest) -> Reply:
+        if request.messages[-1].role == "tool":
+            return reply("seen")
+        return reply(None, call("look", {"path": "x"}))
+
+    first, second = FunctionModel(answer), FunctionModel(answer)
+    async with Harness(settings(tmp_path)) as harness:
+        run_id = await harness.submit(Agent(name="look", model=first, tools=[look]), "look")
+        await looking.wait()
+    stop_here.set()
+    again = Agent(name="look", model=second, tools=[look])
+    async with Harness(settings(tmp_path), agents=(again,)) as harness:
+        result = await harness.wait(run_id)
+        record = await harness.get(run_id)
+    assert result.ok
+    made = len(first.requests) + len(second.requests)
+    assert result.usage.requests == record.usage.requests == made
+
+
+@pytest.mark.parametrize("stopped", ["paused", "crashed"])
+@pytest.mark.parametrize(("max_seconds", "termination"), [(50, "timeout"), (150, "final_answer")])
+async def test_the_time_budget_counts_the_time_executed_before_a_resume_or_takeover(
+    tmp_path: Path, stopped: str, max_seconds: float, termination: str
+) -> None:
+    # A run that executed for 100 s, then stood still (paused, or its owner died) for 900 s.
+    agent = Agent(
+        name="timed", model=ScriptedModel(["done"]), limits=Limits(max_seconds=max_seconds)
+    )
+    t0 = time.time() - 1000
+    events = [
+        NewEvent(type="run_submitted", payload={"agent": "timed"}, ts=t0),
+        NewEvent(type="run_started", payload={"agent": "timed"}, ts=t0),
+        NewEvent(type="step_started", payload={"step": 1}, ts=t0 + 100),
+    ]
+    if stopped == "paused":
+        events.append(NewEvent(type="run_paused", payload={"at": "step boundary"}, ts=t0 + 100))
+    state, owner = ("PAUSED", None) if stopped == "paused" else ("RUNNING", "gone:1")
+    run = NewRun(
+        run_id="run_timed",
+        agent="timed",
+        task="t",
+        state=state,
+        owner=owner,
+        lease_s=0 if owner else None,
+    )
+    async with Harness(settings(tmp_path), agents=(agent,)) as harness:
+        await harness.store.create_run(
+            run, events=events, messages=[Message.system("s"), Message.user("t")]
+        )
+        if stopped == "paused":
+            await harness.resume("run_timed")
+        result = await harness.wait("run_timed")
+    assert result.termination == termination

@@ -35,12 +35,14 @@ async def test_a_429_with_retry_after_is_waited_for_and_the_run_completes(tmp_pa
     script = [faults.rate_limited(retry_after=0), FakeReply.text("ok after the limit")]
     with FakeOpenAIServer(script) as server:
         result, events = await run(tmp_path, [profile(server, max_retries=2)])
-        ids = {r.headers.get("x-request-id") for r in server.requests}
+        ids = [r.headers.get("x-request-id") for r in server.requests]
     assert result.output == "ok after the limit"
     assert result.termination == "final_answer"
     assert len(server.requests) == 2
-    assert len(ids) == 1  # the retry is the same request
+    (called,) = payloads(events, "model_called")
+    assert ids == [called["request_id"]] * 2  # the retry is the same request, by its header
     (retry,) = payloads(events, "model_retry")
+    assert retry["request_id"] == called["request_id"]
     assert (retry["status"], retry["attempt"]) == (429, 1)
     assert (retry["delay_s"], retry["retry_after_s"]) == (0.0, 0.0)
     assert retry["step"] == 1

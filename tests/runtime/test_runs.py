@@ -2,6 +2,7 @@ import json
 from pathlib import Path
 
 from harness import Agent, Limits
+from harness.gateway.model import ModelSettings, ResponseFormat
 from harness.runtime.runs import agent_from_metadata, agent_metadata
 from harness.tools import ApprovalPolicy, ApprovalRule, tool
 
@@ -16,6 +17,16 @@ def test_an_agent_of_builtin_tools_travels_through_the_store_whole() -> None:
         workspace=Path("/srv/ws"),
         network=True,
         mcp=["git"],
+        settings=ModelSettings(
+            temperature=0.2,
+            top_p=0.9,
+            max_output_tokens=512,
+            seed=7,
+            stop=("END",),
+            parallel_tool_calls=False,
+            extra_body={"top_k": 20},
+            response_format=ResponseFormat(name="report", schema={"type": "object"}, strict=True),
+        ),
         approvals=ApprovalPolicy(
             rules=(
                 ApprovalRule(
@@ -38,6 +49,7 @@ def test_an_agent_of_builtin_tools_travels_through_the_store_whole() -> None:
         "network",
         "allow_unsandboxed",
         "approvals",
+        "settings",
     ):
         assert getattr(rebuilt, field) == getattr(agent, field), field
     assert tuple(rebuilt.tools) == ("bash", "search")

@@ -22,6 +22,7 @@ from harness.store import (
 )
 from harness.store._schema import LATEST_VERSION
 
+from ._group_commit import Transactions, held_writer
 from .conftest import START, FakeClock
 
 
@@ -387,7 +388,25 @@ async def test_a_step_key_writes_once(store: EventStore) -> None:
     assert await step(store, "run_1", ev(), key="empty") == []
 
 
-async def test_writes_committed_together_see_each_others_rows(store: EventStore) -> None:
+async def test_writes_queued_together_commit_in_one_transaction(
+    store: EventStore, target: str
+) -> None:
+    runs = [await new_run(store, f"run_{i}") for i in range(10)]
+    transactions = Transactions(target)
+    async with held_writer(store):  # every write below is queued before the writer is free
+        writes = [
+            asyncio.ensure_future(store.append(StepWrite(run_id=run_id, events=[ev(), ev()])))
+            for run_id in runs * 2
+        ]
+        await asyncio.sleep(0)  # each append queues its write before it first waits
+    written = await asyncio.gather(*writes)
+    assert [[e.seq for e in w] for w in written] == [[1, 2]] * 10 + [[3, 4]] * 10
+    assert transactions.count(runs) == 1
+
+
+async def test_writes_committed_together_see_each_others_rows(
+    store: EventStore, target: str
+) -> None:
     """Steps of one group commit: a repeated key finds the events its twin just wrote."""
     await new_run(store)
     await new_run(store, "run_2")
@@ -395,11 +414,16 @@ async def test_writes_committed_together_see_each_others_rows(store: EventStore)
     def keyed(run_id: str, text: str) -> StepWrite:
         return StepWrite(run_id=run_id, events=[ev(), ev()], messages=[Message.user(text)], key="k")
 
-    first, twin, other = await asyncio.gather(
-        store.append(keyed("run_1", "a")),
-        store.append(keyed("run_1", "b")),
-        store.append(keyed("run_2", "c")),
-    )
+    transactions = Transactions(target)
+    async with held_writer(store):
+        writes = [
+            asyncio.ensure_future(store.append(keyed("run_1", "a"))),
+            asyncio.ensure_future(store.append(keyed("run_1", "b"))),
+            asyncio.ensure_future(store.append(keyed("run_2", "c"))),
+        ]
+        await asyncio.sleep(0)
+    first, twin, other = await asyncio.gather(*writes)
+    assert transactions.count(["run_1", "run_2"]) == 1  # the twin saw rows not yet committed
     assert twin == first
     assert [e.seq for e in first] == [1, 2]
     assert await seqs(store, "run_1") == [1, 2]

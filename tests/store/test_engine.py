@@ -1,17 +1,22 @@
-"""The writer and reader threads, against a scripted database that records what it is told."""
+"""The writer and reader threads: against a scripted database that records what it is told,
+and group commit on the real SQLite store."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.store import StoreError
+from harness.store import NewEvent, NewRun, StepWrite, StoreError
 from harness.store._engine import Readers, Writer
 from harness.store._sql import Db, Dialect, Row
+from harness.store.sqlite import SQLiteStore
+
+from ._group_commit import Transactions, held_writer
 
 DIALECT = Dialect(
     name="fake", begin="BEGIN", for_update="", skip_locked="", serial="", lock_schema=None
@@ -277,3 +282,51 @@ async def test_a_reader_replaces_a_broken_connection_once(driver: FakeDriver) ->
     with pytest.raises(KeyError):
         await readers.run(lambda db: {}["missing"])
     await readers.stop()
+
+
+# The same group commit on the real SQLite store: its writes, its transactions.
+
+
+async def sqlite_store(tmp_path: Path, max_batch: int, runs: int) -> tuple[SQLiteStore, list[str]]:
+    store = SQLiteStore(tmp_path / "harness.db", max_batch=max_batch)
+    await store.open()
+    run_ids = [f"run_{i}" for i in range(runs)]
+    for run_id in run_ids:
+        await store.create_run(NewRun(run_id=run_id, agent="ops"))
+    return store, run_ids
+
+
+def step(run_id: str) -> StepWrite:
+    return StepWrite(run_id=run_id, events=[NewEvent(type="step_started")])
+
+
+async def queued(store: SQLiteStore, writes: list[StepWrite]) -> list[Any]:
+    """Queue every write while the writer is busy, then let them commit."""
+    async with held_writer(store):
+        futures = [asyncio.ensure_future(store.append(w)) for w in writes]
+        await asyncio.sleep(0)  # each append queues its write before it first waits
+    return await asyncio.gather(*futures, return_exceptions=True)
+
+
+@pytest.mark.parametrize(("max_batch", "commits"), [(256, 1), (1, 40)])
+async def test_queued_writes_commit_together_on_sqlite(
+    tmp_path: Path, max_batch: int, commits: int
+) -> None:
+    store, run_ids = await sqlite_store(tmp_path, max_batch, runs=20)
+    transactions = Transactions(str(store.path))
+    outcomes = await queued(store, [step(run_id) for run_id in run_ids * 2])
+    assert [[e.seq for e in o] for o in outcomes] == [[1]] * 20 + [[2]] * 20
+    assert transactions.count(run_ids) == commits
+    await store.close()
+
+
+async def test_a_failing_write_is_undone_alone_on_sqlite(tmp_path: Path) -> None:
+    store, run_ids = await sqlite_store(tmp_path, 256, runs=2)
+    transactions = Transactions(str(store.path))
+    bad = StepWrite(run_id="run_1", events=[NewEvent(type="step_started")], expect_states=["X"])
+    good, failed, other = await queued(store, [step("run_0"), bad, step("run_1")])
+    assert isinstance(failed, Exception)
+    assert [e.seq for e in good] == [e.seq for e in other] == [1]
+    assert transactions.count(run_ids) == 1  # the batch ran again, without the failed write
+    assert [e.seq for e in await store.events("run_1")] == [1]
+    await store.close()

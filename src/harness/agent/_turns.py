@@ -109,6 +109,8 @@ class ActiveRun:
         self._native = output.response_format() if output is not None else None
         self._steps = sum(1 for m in messages if m.role == "assistant")
         self._started = clock.monotonic()
+        self.elapsed_before = 0.0
+        """Seconds the run executed before this resumption (`Limits.max_seconds` counts them)."""
         self._failures = FailureTracker(spec.limits.max_identical_failures)
 
     @property
@@ -132,8 +134,8 @@ class ActiveRun:
         return self._steps
 
     def elapsed_s(self) -> float:
-        """Seconds since this run (or its resumption) started."""
-        return self._clock.monotonic() - self._started
+        """Seconds the run has executed: before its resumption, and since."""
+        return self.elapsed_before + self._clock.monotonic() - self._started
 
     def limit_reached(self) -> Stop | None:
         """The limit the run has reached, if any (checked before each step)."""
@@ -159,6 +161,10 @@ class ActiveRun:
         Without tools, calls the model makes anyway are dropped from its message. A turn
         that offers no tools and may give the final answer (`answer`) asks for the
         agent's output type natively, when it has one.
+
+        The reply and the usage of the call are durable before anything else happens (a
+        reply with tool calls commits with its `tool_started` events): a crash from here on
+        never loses what the call cost, and a resumed run goes on from the reply.
         """
         return (await self._reply(tools, answer, step_info))[0]
 
@@ -173,6 +179,8 @@ class ActiveRun:
         if dropped:
             message = dataclasses.replace(message, tool_calls=())
         self.append(message)
+        if not message.tool_calls:
+            await self._sink.commit()
         return message, dropped
 
     async def _unusable(self, tools: bool, answer: bool, dropped: Sequence[ToolCall]) -> Turn:

@@ -86,6 +86,7 @@ class AgentLoop:
         not_started: Collection[str] = (),
         usage: Usage | None = None,
         context: ContextState | None = None,
+        elapsed_s: float = 0.0,
     ) -> RunResult:
         """Run the loop on `messages` (system prompt and task first).
 
@@ -101,8 +102,11 @@ class AgentLoop:
             usage: What the run consumed before (when resumed), counted against its limits.
             context: Where the context window manager left off (the `state` of the run's
                 last `context_compacted` event); without it, a resumed run compacts anew.
+            elapsed_s: The time the run executed before (when resumed), counted against
+                `Limits.max_seconds`.
         """
         run = self._active_run(run_id, messages, usage or Usage())
+        run.elapsed_before = elapsed_s
         self._emit(
             "run_started",
             agent=self._spec.name,

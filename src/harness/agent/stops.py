@@ -78,7 +78,7 @@ def limit_reached(limits: Limits, *, steps: int, usage: Usage, elapsed_s: float)
         limits: The run's limits.
         steps: Model turns taken so far.
         usage: What the run consumed so far.
-        elapsed_s: Seconds since the run (or its resumption) started.
+        elapsed_s: Seconds the run has executed (earlier segments included).
     """
     if steps >= limits.max_steps:
         return Stop(reason="max_steps", detail=f"it used all {limits.max_steps} of its steps")

@@ -74,11 +74,10 @@ class ToolCallRunner:
                 tool=call.name,
                 arguments=summarize(call.arguments),
             )
-        # Before a call with effects runs, the assistant message and tool_started are
-        # durable, so a crash from here on leaves a record that it may have started. Calls
-        # that are safe to repeat skip that commit: after a crash the step is simply redone.
-        if not all(self.repeatable(call) for call in calls):
-            await self._checkpoint()
+        # Before any call runs, the assistant message (with the usage of the model call
+        # that wrote it) and tool_started are durable: a crash from here on leaves a record
+        # that a call may have started, and never loses what the model call cost.
+        await self._checkpoint()
         invalid: list[ToolOutcome | None] = []
         verdicts: list[_Verdict] = []
         for call in calls:

@@ -58,7 +58,8 @@ class Limits:
     max_cost_usd: float | None = None
     """Total cost in US dollars for the run."""
     max_seconds: float | None = 3600.0
-    """Wall-clock time for the run."""
+    """Wall-clock time the run executes, summed over its resumptions and takeovers (time
+    paused, queued or waiting for a takeover does not count)."""
     max_tool_calls: int | None = None
     """Tool calls for the run."""
     max_identical_failures: int = 3

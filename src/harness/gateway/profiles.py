@@ -32,7 +32,7 @@ from typing import Any
 
 from harness.errors import ConfigError, ProfileError
 from harness.gateway._profile_checks import PROVIDERS, Provider, problems, tool_call_formats
-from harness.gateway.model import Model, ModelSettings
+from harness.gateway.model import Model, ModelSettings, close_model
 from harness.gateway.pricing import Prices
 from harness.gateway.profiled import ProfiledModel
 from harness.gateway.wrappers import (
@@ -264,12 +264,17 @@ def build_model(
             one limit); a limiter is added for each profile with `concurrency` set.
 
     Raises:
-        ConfigError: A fallback is unknown or the fallbacks form a cycle.
+        ConfigError: A fallback is unknown or the fallbacks form a cycle, or a member's
+            provider model cannot be made (its SDK is missing, no credentials); then the
+            provider models already made are closed, and no limiter is added.
     """
     known = {**BUILTIN_PROFILES, **(profiles or {})}
     chain = _fallback_chain(profile, known)
     shared: MutableMapping[str, Limiter] = {} if limiters is None else limiters
-    members = [_member(member, shared) for member in chain]
+    providers = _providers(chain)
+    members = [
+        _member(member, provider, shared) for member, provider in zip(chain, providers, strict=True)
+    ]
     if len(members) == 1:
         return members[0]
     return FallbackModel(members, context_windows=[member.context_window for member in chain])
@@ -306,9 +311,41 @@ def provider_model(profile: ModelProfile) -> Model:
     )
 
 
-def _member(profile: ModelProfile, limiters: MutableMapping[str, Limiter]) -> Model:
-    """One profile's own stack, without its fallbacks."""
-    model = provider_model(profile)
+def _providers(chain: list[ModelProfile]) -> list[Model]:
+    """The provider model of each profile; all of them, or none (the ones made are closed).
+
+    Raises:
+        ConfigError: A provider model cannot be made.
+    """
+    made: list[Model] = []
+    try:
+        for profile in chain:
+            made.append(provider_model(profile))
+    except BaseException:
+        for model in made:
+            _close_soon(model)
+        raise
+    return made
+
+
+_closing: set[asyncio.Task[None]] = set()
+"""Closes of models that a failed build made, until they are done."""
+
+
+def _close_soon(model: Model) -> None:
+    """Close a model from synchronous code: on the running loop, or on a loop of its own."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(close_model(model))
+        return
+    task = loop.create_task(close_model(model))
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
+def _member(profile: ModelProfile, model: Model, limiters: MutableMapping[str, Limiter]) -> Model:
+    """One profile's own stack over its provider `model`, without its fallbacks."""
     text_format = profile.text_format
     if text_format is not None:
         from harness.gateway.textcalls import TextToolCallModel

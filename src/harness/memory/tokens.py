@@ -1,138 +1,22 @@
 """Token counts: the provider's reported usage for what was sent, an estimate for the rest.
 
-No tokenizer works offline for every model a profile may name (tiktoken downloads its
-vocabularies, and local models bring their own), so text is estimated from its pieces:
-words, digit runs, punctuation, whitespace and CJK characters each cost what they
-typically cost in a byte-pair vocabulary, which makes prose, code, JSON and CJK text come
-out at their usual densities without telling them apart. A `TokenCounter` then learns
+Text is estimated by the library's one estimator, `harness.gateway.tokens` (no tokenizer
+works offline for every model a profile may name). A `TokenCounter` then learns
 from every reported `input_tokens` how far the estimate is off for this model and
 scales later estimates by that ratio (bounded and smoothed).
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import math
-import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
 
 from harness.core.messages import Message, ToolDefinition
+from harness.gateway.tokens import REQUEST_OVERHEAD, estimate_message, estimate_text, estimate_tools
 
 __all__ = ["TokenCounter", "estimate_text"]
-
-_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_LATIN_CHARS = "A-Za-z\u00c0-\u024f"
-_LATIN: Final = re.compile(f"[{_LATIN_CHARS}]+")
-_LATIN_LONG: Final = re.compile(f"[{_LATIN_CHARS}]{{6,}}")
-_DIGITS: Final = re.compile(r"\d{1,3}")
-_SPACE_DIGIT: Final = re.compile(r" (?=\d)")
-_SPACES: Final = re.compile(r"\s{2,}|[^\S ]")
-_SYMBOLS: Final = re.compile(r"[!-/:-@\[-`{-~]{1,2}")
-_SAMPLE_CHARS: Final = 4096
-"""Texts longer than four samples are estimated from three samples, scaled to their length."""
-
-MESSAGE_OVERHEAD: Final = 4.0
-"""Role markers and separators around each message."""
-CALL_OVERHEAD: Final = 8.0
-"""Call id, type and brackets around each tool call."""
-TOOL_OVERHEAD: Final = 8.0
-"""Framing of each tool definition in the prompt."""
-REQUEST_OVERHEAD: Final = 3.0
-"""Tokens that prime the model's answer."""
-
-
-def estimate_text(text: str | None) -> float:
-    """Estimate the tokens of `text` for a typical byte-pair vocabulary, uncalibrated.
-
-    Args:
-        text: Any text: prose, code, JSON, CJK, or a mix.
-
-    Returns:
-        The estimated token count, as a float so that sums round once.
-    """
-    if not text:
-        return 0.0
-    if len(text) <= 4 * _SAMPLE_CHARS:
-        return _estimate_pieces(text)
-    middle = (len(text) - _SAMPLE_CHARS) // 2
-    samples = (
-        text[:_SAMPLE_CHARS],
-        text[middle : middle + _SAMPLE_CHARS],
-        text[-_SAMPLE_CHARS:],
-    )
-    return sum(_estimate_pieces(s) for s in samples) * len(text) / (3 * _SAMPLE_CHARS)
-
-
-@functools.cache
-def _unicode_patterns() -> tuple[re.Pattern[str], ...]:
-    """Patterns for non-ASCII text, compiled on first use (they take milliseconds)."""
-    other = f"[^\\W\\d_{_LATIN_CHARS}{_CJK_CHARS}]"
-    return (
-        re.compile(f"{other}+"),
-        re.compile(f"{other}{{3,}}"),
-        re.compile(f"[{_CJK_CHARS}]"),
-        re.compile(r"[^\x00-\x7f\w\s]"),
-    )
-
-
-def _estimate_pieces(text: str) -> float:
-    """Each kind of piece at its usual cost, counted by regular expressions (C speed).
-
-    Words cost one token, or one per 5.5 letters when longer (one per 3 letters in other
-    alphabets); CJK characters one each; digits one per group of three, plus one for a
-    space before them; whitespace other than a single space one per run (plus one per 8
-    characters); ASCII punctuation one per two characters; other symbols 1.5 each.
-    """
-    total = (
-        _runs(_LATIN, _LATIN_LONG, text, 5.5)
-        + len(_DIGITS.findall(text))
-        + len(_SPACE_DIGIT.findall(text))
-        + _runs(_SPACES, None, text, 8.0)
-        + len(_SYMBOLS.findall(text))
-    )
-    if text.isascii():
-        return total
-    other, other_long, cjk, wide_symbols = _unicode_patterns()
-    return (
-        total
-        + _runs(other, other_long, text, 3.0)
-        + len(cjk.findall(text))
-        + 1.5 * len(wide_symbols.findall(text))
-    )
-
-
-def _runs(runs: re.Pattern[str], long: re.Pattern[str] | None, text: str, per: float) -> float:
-    """Runs cost one token each, and the long ones one per `per` characters instead."""
-    if long is None:  # whitespace: one per run, plus one per `per` characters after the first
-        found = runs.findall(text)
-        return len(found) + (sum(map(len, found)) - len(found)) / per
-    longer = long.findall(text)
-    return len(runs.findall(text)) - len(longer) + sum(map(len, longer)) / per
-
-
-def _estimate_message(message: Message) -> float:
-    total = MESSAGE_OVERHEAD + estimate_text(message.content) + estimate_text(message.reasoning)
-    for call in message.tool_calls:
-        total += CALL_OVERHEAD + estimate_text(call.name) + estimate_text(call.arguments)
-    if message.tool_call_id:
-        total += estimate_text(message.tool_call_id)
-    if message.provider_data:
-        total += estimate_text(json.dumps(message.provider_data, default=str))
-    return total
-
-
-def _estimate_tools(tools: Sequence[ToolDefinition]) -> float:
-    return sum(
-        TOOL_OVERHEAD
-        + estimate_text(t.name)
-        + estimate_text(t.description)
-        + estimate_text(json.dumps(t.parameters, default=str))
-        for t in tools
-    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -266,7 +150,7 @@ class TokenCounter:
         if hit is not None and hit[0] is message:
             self._cache.move_to_end(key)
             return hit[1]
-        raw = _estimate_message(message)
+        raw = estimate_message(message)
         self._cache[key] = (message, raw)
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -275,5 +159,5 @@ class TokenCounter:
     def _raw_tools(self, tools: Sequence[ToolDefinition]) -> float:
         key = tuple(tools)
         if key != self._tools[0]:
-            self._tools = (key, _estimate_tools(key))
+            self._tools = (key, estimate_tools(key))
         return self._tools[1]

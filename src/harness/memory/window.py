@@ -18,7 +18,7 @@ what is sent is.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -160,14 +160,25 @@ class ContextState:
         return {"history_index": self.history_index, "summary": self.summary, "stage": self.stage}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ContextState:
-        """The state from `to_dict` data (for instance a `context_compacted` payload)."""
+    def from_dict(cls, data: Mapping[str, Any]) -> ContextState:
+        """The state from `to_dict` data."""
         summary = data.get("summary")
         return cls(
             history_index=int(data.get("history_index", 0)),
             summary=None if summary is None else str(summary),
             stage=bool(data.get("stage", False)),
         )
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> ContextState:
+        """The state after a compaction, from its `context_compacted` payload.
+
+        The payload's `state` leaves out a summary that the compaction itself wrote (it is
+        the payload's `summary`), so that the event carries it once.
+        """
+        state = dict(payload.get("state") or {})
+        state.setdefault("summary", payload.get("summary"))
+        return cls.from_dict(state)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -194,7 +205,15 @@ class Compaction:
     """The state after this compaction."""
 
     def payload(self) -> dict[str, Any]:
-        """The `context_compacted` event payload: JSON-compatible."""
+        """The `context_compacted` event payload: JSON-compatible.
+
+        `summary` is the summary this compaction wrote, if any; `state` is the state after
+        it (`ContextState.from_payload` reads it back), holding a summary only when an
+        earlier compaction wrote it, so that the event carries each summary once.
+        """
+        state = self.state.to_dict()
+        if self.summary is not None and state["summary"] == self.summary:
+            del state["summary"]
         return {
             "tier": self.tier,
             "tokens_before": self.tokens_before,
@@ -204,7 +223,7 @@ class Compaction:
             "summary": self.summary,
             "fallback": self.fallback,
             "usage": usage_to_dict(self.usage),
-            "state": self.state.to_dict(),
+            "state": state,
         }
 
 

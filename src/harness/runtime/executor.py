@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from harness.agent.loop import AgentLoop
 from harness.agent.spec import AgentSpec
@@ -213,7 +214,7 @@ class RunExecutor:
             return
         payload = control.payload
         if control.kind == "pause":
-            handle.pause_requested = True
+            handle.pause()
         elif control.kind == "cancel":
             handle.cancelled_by = str(payload.get("by") or "unknown")
             handle.cancel_reason = payload.get("reason")
@@ -311,13 +312,18 @@ class RunExecutor:
         )
         fresh = messages is not None and record.last_seq <= 1
         history = messages if messages is not None else await self._store.messages(run_id)
-        not_started, context = (set[str](), None) if fresh else await self._left_off(run_id)
+        left = _LeftOff() if fresh else await self._left_off(run_id)
         try:
             result = await loop.run(
-                run_id, history, not_started=not_started, usage=sink.usage, context=context
+                run_id,
+                history,
+                not_started=left.not_started,
+                usage=sink.usage,
+                context=left.context,
+                elapsed_s=left.elapsed_s,
             )
         except RunInterrupted:
-            sink.emit("run_paused", {"at": "step boundary"})
+            sink.emit("run_paused", {"at": handle.paused_at})
             await sink.flush(RunUpdate(state="PAUSED", usage=sink.usage))
             return None
         except asyncio.CancelledError:
@@ -356,24 +362,20 @@ class RunExecutor:
             )
         )
 
-    async def _left_off(self, run_id: str) -> tuple[set[str], ContextState | None]:
-        """Where a resumed run left off, from its events.
-
-        Returns:
-            The calls that were waiting for a decision when it stopped (they never ran),
-            and the state of its last context compaction, if any.
-        """
-        asked: set[str] = set()
-        context: ContextState | None = None
+    async def _left_off(self, run_id: str) -> _LeftOff:
+        """Where a resumed run left off, from its events."""
+        left, segments = _LeftOff(), _Segments()
         for event in await self._store.events(run_id):
             call_id = str(event.payload.get("call_id", ""))
             if event.type == "approval_requested":
-                asked.add(call_id)
+                left.not_started.add(call_id)
             elif event.type == "approval_decided":
-                asked.discard(call_id)
+                left.not_started.discard(call_id)
             elif event.type == "context_compacted" and isinstance(event.payload.get("state"), dict):
-                context = ContextState.from_dict(event.payload["state"])
-        return asked, context
+                left.context = ContextState.from_payload(event.payload)
+            segments.see(event)
+        left.elapsed_s = segments.total()
+        return left
 
     async def _end(self, run_id: str, event: NewEvent, state: str, update: RunUpdate) -> None:
         """End a run outside the loop — only while it is still ours (a fenced write)."""
@@ -415,6 +417,49 @@ def _unrecorded(run_id: str, exc: StoreError) -> StoreError:
         "`harness worker` to take over once the store can be written again",
         retryable=exc.retryable,
     )
+
+
+@dataclass(kw_only=True)
+class _LeftOff:
+    """Where a resumed run left off."""
+
+    not_started: set[str] = field(default_factory=lambda: set[str]())
+    """Calls that were waiting for a decision when it stopped (they never ran)."""
+    context: ContextState | None = None
+    """The state of its last context compaction, if any."""
+    elapsed_s: float = 0.0
+    """The time it executed before, counted against `Limits.max_seconds`."""
+
+
+class _Segments:
+    """Adds up the time a run executed, from its events, leaving out the time between.
+
+    A segment starts with `run_started` and lasts until the last event before the next
+    `run_started`, `run_resumed` (after a pause) or `run_recovered` (after its owner
+    stopped): time paused, queued, or waiting for a takeover does not count.
+    """
+
+    def __init__(self) -> None:
+        self._total = 0.0
+        self._start: float | None = None
+        self._last = 0.0
+
+    def see(self, event: RunEvent) -> None:
+        """Take the next event of the run, in order."""
+        if event.type in ("run_started", "run_resumed", "run_recovered"):
+            self._close()
+            self._start = event.ts if event.type == "run_started" else None
+        self._last = event.ts
+
+    def total(self) -> float:
+        """Seconds executed in the segments seen so far."""
+        self._close()
+        return self._total
+
+    def _close(self) -> None:
+        if self._start is not None:
+            self._total += max(0.0, self._last - self._start)
+            self._start = None
 
 
 def _cancelled_event(handle: RunHandle) -> NewEvent:

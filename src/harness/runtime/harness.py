@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import getpass
 import os
 import socket
@@ -19,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from harness.agent.spec import AgentSpec
+from harness.core.codec import SCHEMA_VERSION, result_from_dict, usage_to_dict
 from harness.core.events import RunEvent
 from harness.core.ids import new_id
 from harness.core.messages import Message
@@ -29,7 +31,7 @@ from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
 from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
 from harness.runtime.resources import AgentResources
-from harness.runtime.runs import agent_metadata, stored_result
+from harness.runtime.runs import agent_metadata
 from harness.runtime.settings import Settings, load_settings
 from harness.store import open_store
 from harness.store.protocol import EventStore, NewEvent, NewRun, RunRecord
@@ -419,8 +421,20 @@ class Harness:
         return record
 
     async def _result(self, record: RunRecord) -> RunResult:
-        messages = await self.store.messages(record.run_id)
-        return stored_result(record, messages, self._agents.get(record.agent))
+        """The result of an ended run, decoded from the store by the codec.
+
+        Structured output comes back as JSON; when the agent is known and the value was
+        valid, it is validated again into the agent's output type (a pydantic model …).
+        """
+        messages = tuple(await self.store.messages(record.run_id))
+        result = dataclasses.replace(result_from_dict(_encoded(record)), messages=messages)
+        agent = self._agents.get(record.agent)
+        spec = agent.output_spec if agent is not None else None
+        if spec is not None and result.output_valid and result.data is not None:
+            checked = spec.validate(result.data)
+            if checked.ok:
+                result = dataclasses.replace(result, data=checked.value)
+        return result
 
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:
@@ -469,6 +483,20 @@ def _read_only(home: Path) -> Path | None:
             writable = directory.is_dir() and os.access(directory, os.W_OK)
             return None if writable else directory
     return None
+
+
+def _encoded(record: RunRecord) -> dict[str, Any]:
+    """The result of an ended run in the codec's form, from its row."""
+    return {
+        **(record.result_data or {}),
+        "v": SCHEMA_VERSION,
+        "run_id": record.run_id,
+        "output": record.result,
+        "termination": record.termination,
+        "complete": record.termination == "final_answer",
+        "usage": usage_to_dict(record.usage),
+        "error": record.error,
+    }
 
 
 def _new_record(

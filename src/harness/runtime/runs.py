@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.agent.spec import AgentSpec
-from harness.core.codec import (
-    SCHEMA_VERSION,
-    result_from_dict,
-    result_to_dict,
-    usage_to_dict,
-)
-from harness.core.messages import Message
+from harness.core.codec import result_to_dict
 from harness.core.results import RunResult
 from harness.core.usage import Limits
+from harness.errors import RunInterrupted
+from harness.gateway.model import ModelSettings, ResponseFormat
 from harness.memory import ContextPolicy
-from harness.store.protocol import RunRecord
 from harness.tools.approvals import (
     ApprovalDecision,
     ApprovalPolicy,
@@ -28,7 +23,7 @@ from harness.tools.approvals import (
     ApprovalRule,
 )
 
-__all__ = ["RunHandle", "agent_from_metadata", "agent_metadata", "result_data", "stored_result"]
+__all__ = ["RunHandle", "agent_from_metadata", "agent_metadata", "result_data"]
 
 
 @dataclass(kw_only=True)
@@ -38,20 +33,39 @@ class RunHandle:
     run_id: str
     task: asyncio.Task[None] | None = None
     pause_requested: bool = False
+    paused_at: str = "step boundary"
+    """Where a pause stopped the run: at a step boundary, or while it waited for approval."""
     cancel_reason: str | None = None
     cancelled_by: str | None = None
     approvals: dict[str, asyncio.Future[ApprovalDecision]] = field(default_factory=lambda: {})
 
     async def wait_for_decision(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Wait until `approve` or `deny` arrives for this call, from any process."""
+        """Wait until `approve` or `deny` arrives for this call, from any process.
+
+        Raises:
+            RunInterrupted: A pause was asked for (before or during the wait): the run
+                pauses here, and the call, which never started, is asked again on resume.
+        """
         future = self.approvals.get(request.call_id)
         if future is None:
             future = asyncio.get_running_loop().create_future()
             self.approvals[request.call_id] = future
         try:
+            if self.pause_requested and not future.done():
+                future.set_exception(_paused_while_waiting(self.run_id))
             return await future
+        except RunInterrupted:
+            self.paused_at = "approval"
+            raise
         finally:
             self.approvals.pop(request.call_id, None)
+
+    def pause(self) -> None:
+        """Ask the run to pause: at its next step boundary, or now if it waits for approval."""
+        self.pause_requested = True
+        for future in self.approvals.values():
+            if not future.done():
+                future.set_exception(_paused_while_waiting(self.run_id))
 
     def decide(self, call_id: str, decision: ApprovalDecision) -> None:
         """Deliver a decision; one that arrives before the request waits for it."""
@@ -61,6 +75,10 @@ class RunHandle:
             self.approvals[call_id] = future
         if not future.done():
             future.set_result(decision)
+
+
+def _paused_while_waiting(run_id: str) -> RunInterrupted:
+    return RunInterrupted(f"run {run_id} paused while it waited for an approval")
 
 
 _PORTABLE_LIMITS = tuple(f.name for f in dataclasses.fields(Limits))
@@ -79,33 +97,6 @@ def result_data(result: RunResult, agent: AgentSpec) -> dict[str, Any]:
         result = dataclasses.replace(result, data=spec.dump(result.data))
     encoded = result_to_dict(result)
     return {key: encoded[key] for key in _RESULT_DATA if key in encoded}
-
-
-def stored_result(
-    record: RunRecord, messages: Sequence[Message], agent: AgentSpec | None
-) -> RunResult:
-    """The result of an ended run, rebuilt from the store.
-
-    Structured output comes back as JSON; when the agent is known and the value was
-    valid, it is validated again into the agent's output type (a pydantic model …).
-    """
-    encoded: dict[str, Any] = {
-        **(record.result_data or {}),
-        "v": SCHEMA_VERSION,
-        "run_id": record.run_id,
-        "output": record.result,
-        "termination": record.termination,
-        "complete": record.termination == "final_answer",
-        "usage": usage_to_dict(record.usage),
-        "error": record.error,
-    }
-    result = dataclasses.replace(result_from_dict(encoded), messages=tuple(messages))
-    spec = agent.output_spec if agent is not None else None
-    if spec is not None and result.output_valid and result.data is not None:
-        checked = spec.validate(result.data)
-        if checked.ok:
-            result = dataclasses.replace(result, data=checked.value)
-    return result
 
 
 def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:
@@ -139,6 +130,7 @@ def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:
         "output_type": None if agent.output_type is None else dict(agent.output_type),
         "verifier": agent.verifier,
         "context": _context(agent.context),
+        "settings": _settings(agent.settings),
         "approvals": {
             "tools": dict(agent.approvals.tools),
             "rules": [
@@ -169,7 +161,28 @@ def agent_from_metadata(data: Mapping[str, Any]) -> AgentSpec:
         output_type=data.get("output_type"),
         verifier=data.get("verifier"),
         context=_context_from(data.get("context")),
+        settings=_settings_from(data.get("settings") or {}),
     )
+
+
+def _settings(settings: ModelSettings) -> dict[str, Any]:
+    data = dataclasses.asdict(settings)
+    data["stop"] = list(settings.stop)
+    if settings.response_format is not None:
+        data["response_format"] = {
+            **data["response_format"],
+            "schema": dict(settings.response_format.schema),
+        }
+    return data
+
+
+def _settings_from(data: Mapping[str, Any]) -> ModelSettings:
+    fields = dict(data)
+    fields["stop"] = tuple(fields.get("stop") or ())
+    response_format = fields.get("response_format")
+    if response_format is not None:
+        fields["response_format"] = ResponseFormat(**response_format)
+    return ModelSettings(**fields)
 
 
 def _context(context: ContextPolicy | Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -1,12 +1,16 @@
 """The agent of the chaos test, importable by the test and by the worker it kills."""
 
 import os
+import time
 from pathlib import Path
 
 from harness import Agent, Message, ModelRequest, tool
 from harness.gateway.scripted import FunctionModel, call, reply
 
 LOG = Path(os.environ.get("CHAOS_LOG", "/dev/null"))
+RECORDED_AFTER_S = 0.2
+"""How long a mutation stays done but not yet recorded: the window a kill must hit for the
+"outcome unknown" path to be taken."""
 
 
 @tool(side_effects="mutating")
@@ -16,6 +20,8 @@ def append_line(token: str) -> str:
         log.write(token + "\n")
         log.flush()
         os.fsync(log.fileno())
+    # The result is recorded only after this: a kill meanwhile leaves the outcome unknown.
+    time.sleep(RECORDED_AFTER_S)
     return "appended"
 
 

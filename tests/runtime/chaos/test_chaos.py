@@ -9,7 +9,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from harness import Harness
+from harness import Harness, Message
+from harness.agent.loop import UNKNOWN_OUTCOME
+from harness.core import RunEvent
+from harness.core.events import summarize
 from harness.runtime import Settings
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -54,13 +57,18 @@ async def test_killed_workers_lose_nothing_and_repeat_no_mutation(tmp_path: Path
             results = [await harness.wait(run_id, timeout=120) for run_id in run_ids]
         finally:
             stop(worker, signal.SIGTERM)
-        recovered = 0
+        recovered = unknown = 0
         for run_id in run_ids:
             events = [e async for e in harness.events(run_id)]
             assert [e.seq for e in events] == list(range(1, len(events) + 1)), run_id
             recovered += sum(e.type == "run_recovered" for e in events)
-            stored = await harness.messages(run_id)
-            check_history(stored)
+            replayed = await harness.messages(run_id)  # what `harness replay` shows
+            check_history(replayed)
+            assert outline(replayed[1:]) == from_events(events), run_id
+            unknown += sum(
+                m.role == "tool" and m.name == "append_line" and m.content == UNKNOWN_OUTCOME
+                for m in replayed
+            )
     assert all(r.termination == "final_answer" for r in results), Counter(
         r.termination for r in results
     )
@@ -68,6 +76,47 @@ async def test_killed_workers_lose_nothing_and_repeat_no_mutation(tmp_path: Path
     lines = Counter(log.read_text().splitlines())
     assert max(lines.values()) == 1, [t for t, n in lines.items() if n > 1]
     assert recovered > 0, "the kills should have interrupted some runs"
+    assert unknown > 0, "no kill left a mutating call's outcome unknown"
+
+
+Step = tuple[str, str, tuple[str, ...]]
+"""A message in outline: role, summarized text, the call ids it makes or answers."""
+
+
+def outline(messages: list[Message]) -> list[Step]:
+    return [
+        (
+            m.role,
+            summarize(m.content),
+            tuple(c.id for c in m.tool_calls) or ((m.tool_call_id,) if m.tool_call_id else ()),
+        )
+        for m in messages
+    ]
+
+
+def from_events(events: list[RunEvent]) -> list[Step]:
+    """The conversation rebuilt from the run's events alone (not from its messages).
+
+    The task, each model answer and each tool result are in the events; a call of a
+    mutating tool that was started but whose result no event records, when the run was
+    taken over, must have been answered with the "outcome unknown" message.
+    """
+    rebuilt: list[Step] = [("user", summarize(str(events[0].payload["task"])), ())]
+    open_calls: dict[str, str] = {}
+    for event in events:
+        payload = event.payload
+        if event.type == "model_responded":
+            calls = {c["id"]: c["name"] for c in payload["tool_calls"]}
+            rebuilt.append(("assistant", payload["content"], tuple(calls)))
+            open_calls = dict(calls)
+        elif event.type == "tool_completed" and payload["call_id"] in open_calls:
+            del open_calls[payload["call_id"]]
+            rebuilt.append(("tool", payload["result"], (payload["call_id"],)))
+        elif event.type == "run_recovered":
+            for call_id in [c for c, name in open_calls.items() if name == "append_line"]:
+                del open_calls[call_id]
+                rebuilt.append(("tool", summarize(UNKNOWN_OUTCOME), (call_id,)))
+    return rebuilt
 
 
 def check_history(messages: list) -> None:  # type: ignore[type-arg]

@@ -93,8 +93,12 @@ async def test_a_background_child_holding_stdout_does_not_hold_the_call(
 async def test_cancelling_the_call_kills_the_sandbox(
     sandbox: Sandbox, workspace: Path, leftovers: Callable[[], list[str]]
 ) -> None:
-    task = asyncio.create_task(sandbox.run("sleep 100", workspace=workspace))
-    await asyncio.sleep(0.3)
+    marker = workspace / "started"
+    task = asyncio.create_task(sandbox.run("touch started; exec sleep 100", workspace=workspace))
+    while not marker.exists():  # wait until the command runs inside the sandbox
+        assert not task.done(), task.result()
+        await asyncio.sleep(0.01)
+    assert any("sleep" in line for line in leftovers())  # it runs, as the sandbox uid
     started = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from harness.errors import ConfigError, ContextOverflowError, ModelError
 from harness.gateway.model import Model, ModelRequest, ModelResponse, StreamEvent, close_model
-from harness.gateway.scripted import estimate_tokens
+from harness.gateway.tokens import estimate_request
 from harness.gateway.wrappers._shared import closing, error_fields, notify, with_request_id
 
 __all__ = ["FallbackModel", "estimate_request_tokens"]
-
-_MESSAGE_OVERHEAD = 4
-"""Tokens a chat template adds around each message (role markers, separators)."""
 
 
 class FallbackModel:
@@ -161,21 +158,11 @@ class FallbackModel:
 
 
 def estimate_request_tokens(request: ModelRequest) -> int:
-    """A rough count of the tokens a request takes in the context window.
+    """An estimate of the tokens a request takes in the context window.
 
-    Messages, tool calls and tool schemas at about four characters a token, plus the
+    The library's one estimator (`harness.gateway.tokens`, uncalibrated: no usage has been
+    reported for the model yet) for the messages, tool calls and tool schemas, plus the
     answer's budget (`settings.max_output_tokens`) when it is set.
     """
-    total = request.settings.max_output_tokens or 0
-    for message in request.messages:
-        total += _MESSAGE_OVERHEAD + estimate_tokens(message.content)
-        total += estimate_tokens(message.reasoning)
-        total += sum(
-            estimate_tokens(call.name) + estimate_tokens(call.arguments)
-            for call in message.tool_calls
-        )
-    for tool in request.tools:
-        schema = json.dumps(tool.parameters, separators=(",", ":"))
-        total += estimate_tokens(tool.name) + estimate_tokens(tool.description)
-        total += estimate_tokens(schema)
-    return total
+    estimate = math.ceil(estimate_request(request.messages, request.tools))
+    return estimate + (request.settings.max_output_tokens or 0)

@@ -1,0 +1,85 @@
+"""Proof that writes committed in one group: hold the store's writer, count transactions.
+
+`held_writer` keeps the writer thread of a real store busy (an operation of its own that
+waits), so that the writes queued meanwhile are taken in one batch once it lets go.
+`Transactions` counts the transactions that wrote: on SQLite, the commit frames the WAL
+gained (a reader keeps a snapshot open meanwhile, so the WAL cannot restart); on
+PostgreSQL, the distinct `xmin` of the event rows written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import struct
+import threading
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from harness.store import EventStore
+
+
+@asynccontextmanager
+async def held_writer(store: EventStore) -> AsyncIterator[None]:
+    """Writes queued inside the block wait for the writer, and are taken together after."""
+    writer: Any = vars(store)["_writer"]
+    release, started = threading.Event(), threading.Event()
+
+    def hold(db: object) -> None:
+        started.set()
+        release.wait(30)
+
+    held = writer.submit(hold)
+    await asyncio.to_thread(started.wait, 30)  # its batch is formed: it holds only this
+    try:
+        yield
+    finally:
+        release.set()
+        await held
+
+
+class Transactions:
+    """Counts the transactions that wrote events of some runs since it was made."""
+
+    def __init__(self, target: str) -> None:
+        self._target = target
+        self._sqlite = not target.startswith(("postgres://", "postgresql://"))
+        self._reader: sqlite3.Connection | None = None
+        self._before = 0
+        if self._sqlite:
+            self._reader = sqlite3.connect(target, isolation_level=None)
+            self._reader.execute("BEGIN")
+            self._reader.execute("SELECT count(*) FROM events").fetchall()  # a snapshot
+            self._before = _commit_frames(Path(target + "-wal"))
+
+    def count(self, run_ids: Sequence[str]) -> int:
+        """Transactions since this was made (SQLite), or among these runs' events (PostgreSQL)."""
+        if self._reader is not None:
+            frames = _commit_frames(Path(self._target + "-wal")) - self._before
+            self._reader.execute("COMMIT")
+            self._reader.close()
+            return frames
+        import psycopg
+
+        with psycopg.connect(self._target) as conn:
+            rows = conn.execute(
+                "SELECT count(DISTINCT xmin::text) FROM events WHERE run_id = ANY(%s)",
+                (list(run_ids),),
+            ).fetchall()
+        return int(rows[0][0])
+
+
+def _commit_frames(wal: Path) -> int:
+    """Commit frames of the WAL's current generation (frames whose salts match its header)."""
+    data = wal.read_bytes()
+    if len(data) < 32:
+        return 0
+    page_size = struct.unpack(">I", data[8:12])[0]
+    salts = data[16:24]
+    commits, offset = 0, 32
+    while offset + 24 + page_size <= len(data) and data[offset + 8 : offset + 16] == salts:
+        commits += struct.unpack(">I", data[offset + 4 : offset + 8])[0] != 0
+        offset += 24 + page_size
+    return commits

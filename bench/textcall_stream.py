@@ -7,7 +7,8 @@ of the reply's length; reading only what is new keeps it linear.
 
     python bench/textcall_stream.py [--size 30000] [--chunk 8] [--repeat 3]
 
-Prints a markdown table; the numbers depend on the machine.
+Prints a markdown table; the numbers depend on the machine (and on what else runs on it:
+the ratio column, the growth when the reply doubles, depends on it least).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable
 
 from harness.core.messages import ToolDefinition
 from harness.gateway.textcalls import TextCallStream
@@ -58,7 +58,8 @@ def scenarios(size: int) -> dict[str, tuple[str, str, str | None]]:
         ),
         "think + call, auto": (
             "auto",
-            f"<think>{_fill(PROSE, size // 2)}</think><tool_call>{_json_call(size // 2)}</tool_call>",
+            f"<think>{_fill(PROSE, size // 2)}</think>"
+            f"<tool_call>{_json_call(size // 2)}</tool_call>",
             None,
         ),
         "call, qwen3_coder": (
@@ -93,24 +94,28 @@ def measure(format: str, text: str, family: str | None, chunk: int) -> tuple[flo
     return time.process_time() - started, count + len(rest)
 
 
-def best(repeat: int, run: Callable[[], tuple[float, int]]) -> tuple[float, int]:
-    results = [run() for _ in range(repeat)]
-    return min(r[0] for r in results), results[0][1]
+def best(repeat: int, format: str, text: str, family: str | None, chunk: int) -> float:
+    """The least CPU time of `repeat` runs, in milliseconds."""
+    return min(measure(format, text, family, chunk)[0] for _ in range(repeat)) * 1000
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="CPU time of TextCallStream on long replies.")
     parser.add_argument("--size", type=int, default=30_000, help="characters per reply")
     parser.add_argument("--chunk", type=int, default=8, help="characters per chunk")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print(f"{args.size} characters per reply, fed {args.chunk} at a time; best of {args.repeat}")
+    print(f"Replies of about {args.size} characters (and twice that), fed {args.chunk} at a")
+    print(f"time; CPU time of all feeds and the finish, best of {args.repeat}. A ratio near 2")
+    print("is linear in the length of the reply, near 4 quadratic.")
     print()
-    print("| reply | characters | deltas | CPU ms |")
-    print("|---|---:|---:|---:|")
+    print("| reply | characters | CPU ms | CPU ms, 2× length | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    doubled = scenarios(2 * args.size)
     for name, (format, text, family) in scenarios(args.size).items():
-        seconds, deltas = best(args.repeat, lambda: measure(format, text, family, args.chunk))
-        print(f"| {name} | {len(text)} | {deltas} | {seconds * 1000:.1f} |")
+        once = best(args.repeat, format, text, family, args.chunk)
+        twice = best(args.repeat, format, doubled[name][1], family, args.chunk)
+        print(f"| {name} | {len(text)} | {once:.1f} | {twice:.1f} | {twice / once:.1f} |")
 
 
 if __name__ == "__main__":

@@ -176,10 +176,10 @@ class HarmonyFormat(TextFormat):
         splitter, body = _whole_messages(text[rest:], context)
         reasoning = [p.strip() for p in [thought, *body.reasoning] if p.strip()]
         content = [p.strip() for p in body.content if p.strip()]
-        tail = splitter.tail()
-        destination = _destination(tail) if tail is not None else "call"
-        if splitter.state == "body" and tail is not None and destination != "call":
-            piece = tail.body[: settled_end(tail.body, TOKENS)].lstrip()
+        destination = _destination(splitter.header) if splitter.state == "body" else "call"
+        if destination != "call":  # the body of a message still arriving
+            tail = splitter.text[splitter.segment :]
+            piece = tail[: settled_end(tail, TOKENS)].lstrip()
             target = reasoning if destination == "reasoning" else content
             target.extend([piece] if piece else [])
         return "\n\n".join(reasoning), "\n\n".join(content)
@@ -215,17 +215,17 @@ def _whole_messages(text: str, context: ParseContext) -> tuple[_Splitter, Body]:
     return splitter, body
 
 
-def _destination(message: _Message) -> Literal["call", "reasoning", "content"]:
-    if message.header is None:
+def _destination(header: str | None) -> Literal["call", "reasoning", "content"]:
+    if header is None:
         return "content"
-    recipient, channel = _route(message.header)
+    recipient, channel = _route(header)
     if recipient is not None and recipient not in _NOT_TOOLS:
         return "call"
     return "reasoning" if channel == "analysis" else "content"
 
 
 def _read_message(message: _Message, body: Body, context: ParseContext) -> None:
-    destination = _destination(message)
+    destination = _destination(message.header)
     if destination == "reasoning":
         body.reasoning.append(message.body)
     elif destination == "content":

@@ -33,3 +33,14 @@ def test_a_compaction_shows_its_tokens(capsys: pytest.CaptureFixture[str]) -> No
         messages_removed=12,
     )
     assert line == "context summarize: 5200 → 2100 tokens, 12 messages not sent"
+
+
+def test_calls_read_from_the_text_are_noted(capsys: pytest.CaptureFixture[str]) -> None:
+    common = {"finish_reason": "tool_calls", "usage": {"input_tokens": 9}, "duration_s": 0.5}
+    native = shown(capsys, "model_responded", **common, tool_calls_from_text=None)
+    assert native == "model: tool_calls · 9 in / 0 out tokens · 0.50 s"
+    text = {"format": "hermes", "calls": 1, "malformed": 0}
+    line = shown(capsys, "model_responded", **common, tool_calls_from_text=text)
+    assert (
+        line == "model: tool_calls · 9 in / 0 out tokens · 0.50 s · calls read from text (hermes)"
+    )

@@ -26,7 +26,7 @@ from harness.core.clock import Clock
 from harness.core.codec import usage_to_dict
 from harness.core.events import EventType, RunSink, summarize
 from harness.core.ids import new_id
-from harness.core.messages import Message, ToolCall, ToolDefinition
+from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
 from harness.core.unicode import clean_message, clean_text
 from harness.core.usage import Usage
 from harness.gateway.model import (
@@ -316,6 +316,7 @@ class ActiveRun:
             content=summarize(message.content),
             usage=usage_to_dict(response.usage),
             tool_calls=[{"id": c.id, "name": c.name} for c in message.tool_calls],
+            tool_calls_from_text=_from_text(response),
             duration_s=round(self._clock.monotonic() - started, 6),
         )
         return response
@@ -376,3 +377,16 @@ def _cleaned(response: ModelResponse) -> ModelResponse:
 
 def _unknown_outcome(call: ToolCall) -> Message:
     return Message.tool(call.id, UNKNOWN_OUTCOME, name=call.name)
+
+
+def _from_text(response: ModelResponse) -> dict[str, Any] | None:
+    """The `tool_calls_from_text` of `model_responded`: the format and what it held."""
+    if response.tool_calls_from_text is None:
+        return None
+    calls = response.message.tool_calls
+    malformed = sum(call.name == MALFORMED_TOOL_CALL for call in calls)
+    return {
+        "format": response.tool_calls_from_text,
+        "calls": len(calls) - malformed,
+        "malformed": malformed,
+    }

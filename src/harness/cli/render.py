@@ -68,9 +68,11 @@ class LiveRenderer:
 
     def _on_model_responded(self, p: dict[str, Any]) -> None:
         usage: Mapping[str, Any] = p.get("usage") or {}
+        from_text: Mapping[str, Any] = p.get("tool_calls_from_text") or {}
+        read = f" · calls read from text ({from_text['format']})" if from_text else ""
         self._print(
             f"[dim]  model: {p['finish_reason']} · {usage.get('input_tokens', 0)} in /"
-            f" {usage.get('output_tokens', 0)} out tokens · {p['duration_s']:.2f} s[/]"
+            f" {usage.get('output_tokens', 0)} out tokens · {p['duration_s']:.2f} s{read}[/]"
         )
 
     def _on_agent_message(self, p: dict[str, Any]) -> None:

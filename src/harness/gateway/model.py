@@ -110,6 +110,9 @@ class ModelResponse:
     """The request id sent with the request."""
     raw_finish_reason: str | None = None
     """The finish reason exactly as the provider sent it."""
+    tool_calls_from_text: str | None = None
+    """The format (`hermes`, `llama3_json`, ...) harness read this reply's tool calls from,
+    when they were written as text rather than returned by the server; `None` otherwise."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -10,7 +10,9 @@ FallbackModel                      only when there are fallbacks; over one stack
 └── RetryingModel                  when max_retries > 0
     └── ConcurrencyLimitedModel    when concurrency is set
         └── ProfiledModel          default sampling settings, prices, streaming capability
-            └── TextToolCallModel  when tool calls are parsed from the text
+            └── TextToolCallModel  when tool calls are parsed from the text;
+                │   or TextCallRescueModel, in `auto` with native tools: calls written
+                │   as text are read when the server returned none
                 └── OpenAIModel | AnthropicModel
 ```
 
@@ -18,7 +20,9 @@ Concurrency is limited per profile, under the retries, so that a request waiting
 does not hold a slot, and a fallback to another server is not held back by the first
 server's limit. `tool_calls = "auto"` means native tool calls unless the profile says the
 server cannot parse them (`native_tools = false`); then harness describes the tools in the
-prompt and reads the calls from the text, in whatever format the model writes.
+prompt and reads the calls from the text, in whatever format the model writes. With native
+tools, `auto` still reads a call the model wrote as text when the server returned none (a
+server without the model's chat template); `native` trusts the server alone.
 """
 
 from __future__ import annotations
@@ -134,7 +138,8 @@ class ModelProfile:
     tool_calls: str = "auto"
     """How tool calls come back: `native` (parsed by the server), `text:FORMAT` (parsed by
     harness from the text, e.g. `text:hermes`), or `auto`: native, unless `native_tools` is
-    false, then parsed from the text in whatever format the model writes."""
+    false, then parsed from the text in whatever format the model writes; with native tools,
+    a reply with no native call whose text holds one has that call read and run."""
     native_tools: bool = True
     """Capability: the server takes tool definitions and returns parsed tool calls (llama.cpp
     with `--jinja`, vLLM with `--enable-auto-tool-choice`, OpenAI, Anthropic)."""
@@ -351,6 +356,10 @@ def _member(profile: ModelProfile, model: Model, limiters: MutableMapping[str, L
         from harness.gateway.textcalls import TextToolCallModel
 
         model = TextToolCallModel(model, format=text_format, family=profile.model)
+    elif profile.tool_calls == "auto":
+        from harness.gateway.textcalls.rescue import TextCallRescueModel
+
+        model = TextCallRescueModel(model, family=profile.model)
     model = ProfiledModel(model, profile)
     if profile.concurrency:
         limiter = limiters.get(profile.name)

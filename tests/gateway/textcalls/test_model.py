@@ -59,6 +59,12 @@ async def test_the_inner_model_gets_instructions_and_no_native_tools() -> None:
     assert (call.name, json.loads(call.arguments)) == ("add", {"a": 2, "b": 3})
     assert response.message.content is None
     assert response.finish_reason == "tool_calls"
+    assert response.tool_calls_from_text == "hermes"
+
+
+async def test_a_reply_without_calls_says_none_came_from_text() -> None:
+    response = await TextToolCallModel(ScriptedModel(["5"]), format="hermes").request(ask())
+    assert response.tool_calls_from_text is None
 
 
 async def test_a_request_without_a_system_prompt_gets_one() -> None:
@@ -294,6 +300,12 @@ async def test_an_agent_runs_tools_through_text_calls(stream: bool) -> None:
     assert all(m.role in ("system", "user", "assistant") for m in third)
     assert third[3].content == "<tool_response>\n5\n</tool_response>"
     assert third[4].content == "<tool_call>{oops}</tool_call>"
+    responded = [e.payload for e in recorder.events if e.type == "model_responded"]
+    assert [p["tool_calls_from_text"] for p in responded] == [
+        {"format": "hermes", "calls": 1, "malformed": 0},
+        {"format": "hermes", "calls": 0, "malformed": 1},
+        None,
+    ]
 
 
 class _EndlessText:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.gateway.model import ReasoningDelta, TextDelta
 from harness.gateway.textcalls import TextCallStream
+from harness.gateway.textcalls._scan import ScanMemo, find_first
 
 
 def feed(reader: TextCallStream, *chunks: str) -> list[tuple[str, str]]:
@@ -126,3 +129,56 @@ def test_finish_with_the_providers_text_wins_over_the_chunks() -> None:
     rest, parsed = reader.finish("Hello")
     assert _texts(rest) == ("lo", "")
     assert parsed.content == "Hello"
+
+
+LONG_REPLIES = {
+    "hermes": "<think>{prose}</think>{prose}<tool_call>{call}</tool_call>",
+    "auto": "{prose}",
+    "harmony": "<|channel|>analysis<|message|>{prose}<|end|><|channel|>final<|message|>{prose}",
+    "qwen3_coder": "{prose}<tool_call>\n<function=f>\n<parameter=a>\n{prose}\n</parameter>",
+}
+
+
+def scanned(format: str, size: int) -> tuple[int, int]:
+    """Characters searched to read a reply of about `size` characters fed 8 at a time."""
+    unit = "It is < 3 and [so] {on}; to be fine. "
+    prose = (unit * (size // len(unit)))[: size // 2]
+    call = '{"name": "f", "arguments": {"a": "' + prose.replace('"', "") + '"}}'
+    text = LONG_REPLIES[format].format(prose=prose, call=call)
+    reader = TextCallStream(format, model_family="Qwen2.5-7B-Instruct")
+    for start in range(0, len(text), 8):
+        reader.feed(text[start : start + 8])
+    return reader.scanned, len(text)
+
+
+@pytest.mark.parametrize("format", list(LONG_REPLIES))
+def test_the_search_for_markers_grows_with_the_reply_not_its_square(format: str) -> None:
+    """Searching the whole text again for every chunk would scan about n²/16 characters."""
+    small, small_length = scanned(format, 15_000)
+    large, large_length = scanned(format, 30_000)
+    assert large_length < large < 64 * large_length
+    assert large / small < 2.5 * large_length / small_length
+
+
+MARKER_SETS = [("<tool_call>", "</tool_call>", "<function="), ("<|a|>", "<|ab|>", "[X]", "[XY]")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    markers=st.sampled_from(MARKER_SETS),
+    pieces=st.lists(
+        st.sampled_from(["<", "|", "a", "b", "|>", "[", "X", "Y", "]", "<tool_", "call>", " "]),
+        max_size=40,
+    ),
+    start=st.integers(0, 5),
+    step=st.integers(1, 9),
+)
+def test_a_remembered_search_finds_what_a_fresh_one_finds(
+    markers: tuple[str, ...], pieces: list[str], start: int, step: int
+) -> None:
+    text = "-" * 40 + "".join(pieces)  # past the first 32 characters, searches are resumed
+    memo = ScanMemo()
+    for end in range(0, len(text) + step, step):
+        with memo:
+            remembered = find_first(text[:end], markers, start)
+        assert remembered == find_first(text[:end], markers, start)

@@ -1,7 +1,9 @@
 """Tool calls written as text, for local models whose server does not parse them.
 
 `parse_text` reads one reply; `TextCallStream` reads one while it arrives;
-`TextToolCallModel` wraps a `Model` so that the agent loop sees ordinary tool calls.
+`TextToolCallModel` wraps a `Model` so that the agent loop sees ordinary tool calls;
+`TextCallRescueModel` wraps a natively tool-calling `Model` so that calls it writes as text
+run too.
 """
 
 from harness.gateway.textcalls._types import MalformedCall, PartialCall, TextParse
@@ -15,6 +17,7 @@ from harness.gateway.textcalls.malformed import (
 from harness.gateway.textcalls.model import TextToolCallModel
 from harness.gateway.textcalls.parse import parse_text, resolve_format
 from harness.gateway.textcalls.registry import FORMATS, family_format
+from harness.gateway.textcalls.rescue import TextCallRescueModel
 from harness.gateway.textcalls.stream import TextCallStream
 
 __all__ = [
@@ -22,6 +25,7 @@ __all__ = [
     "MALFORMED_TOOL_CALL",
     "MalformedCall",
     "PartialCall",
+    "TextCallRescueModel",
     "TextCallStream",
     "TextFormat",
     "TextParse",

@@ -1,23 +1,57 @@
 """Finding markers in text that may still be growing.
 
-While a reply streams, the whole text is scanned again for every chunk, so these scans
-are kept cheap: markers that share their first two characters are found with one regular
-expression (a literal prefix the regex engine searches for quickly), the rest with
-`str.find`.
+Markers that share their first two characters are found with one regular expression (a
+literal prefix the regex engine searches for quickly), the rest with `str.find`.
+
+While a reply streams, the formats read the whole text again for every chunk. Inside
+`with memo:` (a `ScanMemo`, which `TextCallStream` enters for each chunk), `find_first` goes on
+from where the same search over a shorter version of the same text stopped, so that the
+searching a reply costs grows with its length, not with its square. A remembered search
+is reused only for a text that starts with the text it was made on.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from contextvars import ContextVar, Token
 from functools import lru_cache
+from typing import Final, NamedTuple
 
-__all__ = ["find_first", "held_back", "settled_end"]
+__all__ = [
+    "ScanMemo",
+    "find_first",
+    "held_back",
+    "resume",
+    "save",
+    "settled_end",
+]
+
+Found = tuple[int, str] | None
+"""Where a marker was found, and which: `(index, marker)`, or `None`."""
+
+_HEAD: Final = 32
+_LIMIT: Final = 256
+_SHORT: Final = 256
+
+
+class _Search(NamedTuple):
+    """How to look for a set of markers."""
+
+    searchers: tuple[str | re.Pattern[str], ...]
+    width: int
+    """The longest marker's length."""
+    firsts: frozenset[str]
+    """The markers' first characters."""
+    prefixes: frozenset[str]
+    """Every proper prefix of a marker: what may be a marker still arriving."""
+    combined: re.Pattern[str] | None
+    """All markers in one pattern, longest first, when none is a single character: the
+    quickest way through a short stretch of new text."""
 
 
 @lru_cache(maxsize=64)
-def _searchers(markers: tuple[str, ...]) -> tuple[tuple[str | re.Pattern[str], ...], int, str]:
-    """How to look for `markers`, the longest marker's length, and their first characters."""
+def _searchers(markers: tuple[str, ...]) -> _Search:
     groups: dict[str, list[str]] = {}
     for marker in markers:
         groups.setdefault(marker[:2], []).append(marker)
@@ -29,13 +63,86 @@ def _searchers(markers: tuple[str, ...]) -> tuple[tuple[str | re.Pattern[str], .
             ordered = sorted(group, key=len, reverse=True)  # the longest of two at one place
             searchers.append(re.compile("|".join(map(re.escape, ordered))))
     width = max((len(m) for m in markers), default=0)
-    return tuple(searchers), width, "".join({m[0] for m in markers})
+    prefixes = frozenset(m[:size] for m in markers for size in range(1, len(m)))
+    combined = None
+    if markers and min(len(m) for m in markers) > 1:
+        combined = re.compile("|".join(map(re.escape, sorted(markers, key=len, reverse=True))))
+    firsts = frozenset(m[0] for m in markers)
+    return _Search(tuple(searchers), width, firsts, prefixes, combined)
 
 
-def find_first(text: str, markers: Sequence[str], start: int = 0) -> tuple[int, str] | None:
+class ScanMemo:
+    """The searches made over the texts of one reply that is still arriving."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[tuple[str, ...], int, str], tuple[str, Found]] = {}
+        self.scanned = 0
+        """Characters searched so far: the work done."""
+        self.saved: dict[str, tuple[str, object]] = {}
+        """What a format saved about a text, by name, to go on from it (see `resume`)."""
+        self._tokens: list[Token[ScanMemo | None]] = []
+
+    def __enter__(self) -> ScanMemo:
+        """Let `find_first`, `resume` and `save` use this memo inside the block."""
+        self._tokens.append(_MEMO.set(self))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _MEMO.reset(self._tokens.pop())
+
+    def find_first(self, text: str, markers: tuple[str, ...], start: int) -> Found:
+        """As the module's `find_first`, going on from an earlier search of a prefix."""
+        key = (markers, start, text[start : start + _HEAD])
+        resume = start
+        found: Found = None
+        seen = self._seen.get(key)
+        if seen is not None and len(text) >= len(seen[0]) and text.startswith(seen[0]):
+            # A marker before `resume` lies wholly inside the earlier text: it was seen.
+            resume = max(start, len(seen[0]) - _searchers(markers).width + 1)
+            found = seen[1] if seen[1] is not None and seen[1][0] < resume else None
+        if found is None:
+            found = _search(text, markers, resume)
+            self.scanned += max(0, len(text) - resume)
+        if len(self._seen) >= _LIMIT:
+            self._seen.clear()
+        self._seen[key] = (text, found)
+        return found
+
+
+_MEMO: ContextVar[ScanMemo | None] = ContextVar("textcalls_scan_memo", default=None)
+
+
+def resume(name: str, text: str) -> object | None:
+    """What was saved under `name` for a text that `text` starts with, inside a `ScanMemo`."""
+    memo = _MEMO.get()
+    saved = memo.saved.get(name) if memo is not None else None
+    if saved is None or len(text) < len(saved[0]) or not text.startswith(saved[0]):
+        return None
+    return saved[1]
+
+
+def save(name: str, text: str, state: object) -> None:
+    """Keep `state` about `text` under `name`, inside a `ScanMemo` (else do nothing)."""
+    memo = _MEMO.get()
+    if memo is not None:
+        memo.saved[name] = (text, state)
+
+
+def find_first(text: str, markers: Sequence[str], start: int = 0) -> Found:
     """The earliest occurrence of any marker at or after `start`: (index, marker)."""
-    best: tuple[int, str] | None = None
-    for searcher in _searchers(tuple(markers))[0]:
+    memo = _MEMO.get()
+    if memo is not None:
+        return memo.find_first(text, tuple(markers), start)
+    return _search(text, tuple(markers), start)
+
+
+def _search(text: str, markers: tuple[str, ...], start: int) -> Found:
+    search = _searchers(markers)
+    if search.combined is not None and len(text) - start <= _SHORT:
+        match = search.combined.search(text, start)
+        return (match.start(), match.group()) if match else None
+    best: Found = None
+    for searcher in search.searchers:
         if isinstance(searcher, str):
             index = text.find(searcher, start)
             found = (index, searcher) if index >= 0 else None
@@ -49,13 +156,11 @@ def find_first(text: str, markers: Sequence[str], start: int = 0) -> tuple[int, 
 
 def held_back(text: str, markers: Sequence[str]) -> int:
     """How many characters at the end of `text` could be the start of a marker."""
-    _, width, firsts = _searchers(tuple(markers))
-    tail = text[max(0, len(text) - width + 1) :]
+    search = _searchers(tuple(markers))
+    tail = text[max(0, len(text) - search.width + 1) :]
     for index, char in enumerate(tail):
-        if char in firsts:
-            rest = tail[index:]
-            if any(len(m) > len(rest) and m.startswith(rest) for m in markers):
-                return len(rest)
+        if char in search.firsts and tail[index:] in search.prefixes:
+            return len(tail) - index
     return 0
 
 

@@ -181,9 +181,13 @@ def _settled_answer(tail: str) -> str:
 
 
 def _common_prefix(first: str, second: str) -> str:
-    size = 0
-    for a, b in zip(first, second, strict=False):
-        if a != b:
-            break
-        size += 1
-    return first[:size]
+    if second.startswith(first):
+        return first
+    low, high = 0, min(len(first), len(second))  # the prefix is low..high long
+    while low < high:
+        middle = (low + high + 1) // 2
+        if first[:middle] == second[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return first[:low]

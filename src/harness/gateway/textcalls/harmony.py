@@ -10,14 +10,15 @@ offered (gpt-oss's built-in `container.exec`, `browser.*`, ...) are reported, no
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from harness.core.messages import ToolCall
 from harness.gateway.textcalls._objects import named_call
-from harness.gateway.textcalls._scan import find_first, settled_end
+from harness.gateway.textcalls._scan import find_first, resume, save, settled_end
 from harness.gateway.textcalls._types import Body, Item, MalformedCall, ParseContext
 from harness.gateway.textcalls.base import TextFormat, arguments_text
 from harness.gateway.textcalls.reasoning import settled_reasoning
@@ -64,14 +65,16 @@ class _Splitter:
     header: str | None = None
     segment: int = 0
     mark: int = 0
+    position: int = 0
+    """Where the next token is looked for."""
 
     def run(self) -> list[_Message]:
+        """The messages that end at the tokens from `position` on."""
         messages: list[_Message] = []
-        position = 0
-        while (found := find_first(self.text, TOKENS, position)) is not None:
+        while (found := find_first(self.text, TOKENS, self.position)) is not None:
             index, token = found
-            position = index + len(token)
-            message = self._step(index, token, position)
+            self.position = index + len(token)
+            message = self._step(index, token, self.position)
             if message is not None:
                 messages.append(message)
         return messages
@@ -170,16 +173,14 @@ class HarmonyFormat(TextFormat):
         )
         if rest is None:
             return thought, ""
-        splitter = _Splitter(text=text[rest:])
-        body = Body()
-        for message in splitter.run():
-            _read_message(message, body, context)
+        splitter, body = _whole_messages(text[rest:], context)
         reasoning = [p.strip() for p in [thought, *body.reasoning] if p.strip()]
         content = [p.strip() for p in body.content if p.strip()]
-        tail = splitter.tail()
-        if splitter.state == "body" and tail is not None and _destination(tail) != "call":
-            piece = tail.body[: settled_end(tail.body, TOKENS)].lstrip()
-            target = reasoning if _destination(tail) == "reasoning" else content
+        destination = _destination(splitter.header) if splitter.state == "body" else "call"
+        if destination != "call":  # the body of a message still arriving
+            tail = splitter.text[splitter.segment :]
+            piece = tail[: settled_end(tail, TOKENS)].lstrip()
+            target = reasoning if destination == "reasoning" else content
             target.extend([piece] if piece else [])
         return "\n\n".join(reasoning), "\n\n".join(content)
 
@@ -192,17 +193,39 @@ class HarmonyFormat(TextFormat):
         )
 
 
-def _destination(message: _Message) -> Literal["call", "reasoning", "content"]:
-    if message.header is None:
+def _whole_messages(text: str, context: ParseContext) -> tuple[_Splitter, Body]:
+    """The reply split up to its last token, and what its whole messages hold.
+
+    While a reply streams, the split goes on from that of the text so far: no token is
+    part of another, so the tokens found before stay where they are.
+    """
+    saved = resume("harmony", text)
+    if isinstance(saved, tuple):
+        before, read = cast(tuple[_Splitter, Body], saved)
+        splitter = copy.copy(before)
+        splitter.text = text
+        body = Body(
+            content=list(read.content), reasoning=list(read.reasoning), items=list(read.items)
+        )
+    else:
+        splitter, body = _Splitter(text=text), Body()
+    for message in splitter.run():
+        _read_message(message, body, context)
+    save("harmony", text, (copy.copy(splitter), body))
+    return splitter, body
+
+
+def _destination(header: str | None) -> Literal["call", "reasoning", "content"]:
+    if header is None:
         return "content"
-    recipient, channel = _route(message.header)
+    recipient, channel = _route(header)
     if recipient is not None and recipient not in _NOT_TOOLS:
         return "call"
     return "reasoning" if channel == "analysis" else "content"
 
 
 def _read_message(message: _Message, body: Body, context: ParseContext) -> None:
-    destination = _destination(message)
+    destination = _destination(message.header)
     if destination == "reasoning":
         body.reasoning.append(message.body)
     elif destination == "content":

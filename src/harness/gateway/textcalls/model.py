@@ -19,6 +19,7 @@ from harness.gateway.model import (
     close_model,
 )
 from harness.gateway.textcalls._types import TextParse
+from harness.gateway.textcalls.base import TextFormat
 from harness.gateway.textcalls.instructions import (
     render_history,
     render_instructions,
@@ -29,7 +30,7 @@ from harness.gateway.textcalls.parse import parse_text, resolve_format
 from harness.gateway.textcalls.stream import TextCallStream
 from harness.gateway.wrappers._shared import closing
 
-__all__ = ["TextToolCallModel"]
+__all__ = ["TextToolCallModel", "with_text_calls"]
 
 
 class TextToolCallModel:
@@ -95,7 +96,7 @@ class TextToolCallModel:
             tools=request.tools,
             thinking_forced_open=self.thinking_forced_open,
         )
-        return self._response(response, request, parsed)
+        return with_text_calls(response, request, parsed, self.format)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream the reply: answer and reasoning text as soon as it cannot be call markup."""
@@ -122,28 +123,44 @@ class TextToolCallModel:
                         native_reasoning = False
                     yield delta
                 if isinstance(event, ResponseDone) and parsed is not None:
-                    yield ResponseDone(response=self._response(event.response, request, parsed))
+                    yield ResponseDone(
+                        response=with_text_calls(event.response, request, parsed, self.format)
+                    )
 
-    def _response(
-        self, response: ModelResponse, request: ModelRequest, parsed: TextParse
-    ) -> ModelResponse:
-        original = response.message
-        calls = list(original.tool_calls)
-        if request.tools:
-            calls += parsed.calls
-            calls += (malformed_tool_call(m, self.format, request.tools) for m in parsed.malformed)
-        reasoning = "\n\n".join(r for r in (original.reasoning, parsed.reasoning) if r) or None
-        message = dataclasses.replace(
-            original,
-            content=parsed.content,
-            tool_calls=_unique_ids(calls, request.messages),
-            reasoning=reasoning,
-        )
-        message = clean_message(message)  # a "\ud800" escape in the text decodes to a surrogate
-        finish = response.finish_reason
-        if calls and finish in ("stop", "other"):
-            finish = "tool_calls"
-        return dataclasses.replace(response, message=message, finish_reason=finish)
+
+def with_text_calls(
+    response: ModelResponse, request: ModelRequest, parsed: TextParse, format: TextFormat
+) -> ModelResponse:
+    """`response` with the answer, reasoning and calls that were read from its text.
+
+    Calls come only when tools were offered; each malformed call becomes a
+    `malformed_tool_call` call, explained in `format`'s own syntax. The response's
+    `tool_calls_from_text` names the format when calls were read.
+    """
+    original = response.message
+    calls = list(original.tool_calls)
+    from_text: list[ToolCall] = []
+    if request.tools:
+        from_text += parsed.calls
+        from_text += (malformed_tool_call(m, format, request.tools) for m in parsed.malformed)
+    calls += from_text
+    reasoning = "\n\n".join(r for r in (original.reasoning, parsed.reasoning) if r) or None
+    message = dataclasses.replace(
+        original,
+        content=parsed.content,
+        tool_calls=_unique_ids(calls, request.messages),
+        reasoning=reasoning,
+    )
+    message = clean_message(message)  # a "\ud800" escape in the text decodes to a surrogate
+    finish = response.finish_reason
+    if calls and finish in ("stop", "other"):
+        finish = "tool_calls"
+    return dataclasses.replace(
+        response,
+        message=message,
+        finish_reason=finish,
+        tool_calls_from_text=parsed.format if from_text else None,
+    )
 
 
 def _unique_ids(calls: Sequence[ToolCall], history: Sequence[Message]) -> tuple[ToolCall, ...]:

@@ -9,7 +9,9 @@ are part of the reasoning and never run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Final, Literal
 
 from harness.gateway.textcalls._scan import find_first, settled_end
@@ -18,6 +20,8 @@ __all__ = ["THINK", "THINK_TAGS", "TagPair", "opening", "settled_reasoning", "sp
 
 TagPair = tuple[str, str]
 """An opening and a closing tag."""
+
+_LEAD: Final = re.compile(r"\s*")
 
 THINK: Final[TagPair] = ("<think>", "</think>")
 THINK_TAGS: Final[tuple[TagPair, ...]] = (
@@ -39,14 +43,23 @@ def opening(
     """
     if not tags:
         return None
-    lead = len(text) - len(text.lstrip())
-    head = text[lead:]
+    spaces = _LEAD.match(text)
+    lead = spaces.end() if spaces else 0
+    width, beginnings, closers = _shape(tuple(tags))
+    head = text[lead : lead + width + 1]
     for start_tag, end_tag in tags:
         if head.startswith(start_tag):
             return lead + len(start_tag), (end_tag,)
-    if any(start_tag.startswith(head) for start_tag, _ in tags):
+    if head in beginnings:
         return "undecided"
-    return (0, tuple(end_tag for _, end_tag in tags)) if forced_open else None
+    return (0, closers) if forced_open else None
+
+
+@lru_cache(maxsize=16)
+def _shape(tags: tuple[TagPair, ...]) -> tuple[int, frozenset[str], tuple[str, ...]]:
+    """The longest opening tag's length, every beginning of one, and the closing tags."""
+    beginnings = frozenset(start[:size] for start, _ in tags for size in range(len(start) + 1))
+    return max(len(start) for start, _ in tags), beginnings, tuple(end for _, end in tags)
 
 
 def split_reasoning(

@@ -4,6 +4,10 @@ Every chunk may settle more answer or reasoning text, which is handed out at onc
 that could still turn out to be call markup (a possible marker prefix, a call, an undecided
 format) is held back. At the end the whole text is parsed, and the rest of the answer comes
 out, so the deltas always add up to the final message, however the text was cut.
+
+The formats settle the whole text for every chunk, but inside the stream's `ScanMemo` their
+marker searches go on from where they stopped on the text before (and harmony's split into
+messages too), so a long reply costs time in proportion to its length.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Sequence
 
 from harness.core.messages import ToolDefinition
 from harness.gateway.model import ReasoningDelta, TextDelta
+from harness.gateway.textcalls._scan import ScanMemo
 from harness.gateway.textcalls._types import ParseContext, TextParse
 from harness.gateway.textcalls.base import TextFormat
 from harness.gateway.textcalls.parse import parse_text, resolve_format
@@ -47,16 +52,23 @@ class TextCallStream:
         self._text = ""
         self._sent_content = ""
         self._sent_reasoning = ""
+        self._memo = ScanMemo()
 
     @property
     def text(self) -> str:
         """Everything received so far."""
         return self._text
 
+    @property
+    def scanned(self) -> int:
+        """Characters searched for markers so far: grows with the reply, not its square."""
+        return self._memo.scanned
+
     def feed(self, chunk: str) -> list[Delta]:
         """Take the next chunk; return the answer and reasoning text it settled."""
         self._text += chunk
-        reasoning, content = self._format.settled(self._text, self._context)
+        with self._memo:
+            reasoning, content = self._format.settled(self._text, self._context)
         return self._advance(reasoning.strip(), content.strip())
 
     def snapshot(self) -> TextParse:

@@ -332,7 +332,11 @@ class RunExecutor:
             return await self._store.transition(record.run_id, ["PENDING"], "RUNNING")
         event = NewEvent(
             type="run_recovered",
-            payload={"previous_owner": record.owner, "state": record.state, "owner": self._owner},
+            payload={
+                "previous_owner": record.previous_owner,
+                "state": record.state,
+                "owner": self._owner,
+            },
         )
         return await self._store.append(
             StepWrite(

@@ -123,6 +123,9 @@ class RunRecord:
     """The parts of its result beyond the output text, as `result_to_dict` writes them:
     `data`, `output_valid`, `output_errors` (structured output) and `detail`; `None`
     before it ends, and for runs stored before this column existed."""
+    previous_owner: str | None = None
+    """Set by `claim` only: who held the lease just before this claim (`None` when nobody
+    did). A run taken over from a dead process names that process here."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -10,13 +10,14 @@ from harness.core.clock import Clock, SystemClock
 from harness.core.events import RunEvent
 from harness.core.messages import Message
 from harness.errors import ConfigError
-from harness.store import _leases, _reads, _schema, _writes
+from harness.store import _decisions, _leases, _reads, _schema, _writes
 from harness.store._engine import Readers, Writer, closed_error
 from harness.store._sql import Db, Driver
 from harness.store.protocol import (
     CLAIMABLE_STATES,
     Control,
     ControlKind,
+    Decision,
     NewEvent,
     NewRun,
     RunRecord,
@@ -227,6 +228,15 @@ class SqlStore:
         return await self._write(
             lambda db: _leases.take_controls(db, run_id=run_id, owner=owner, now=now)
         )
+
+    async def decide(self, decision: Decision) -> Decision | None:
+        """Record a decision unless the call has one; see `EventStore.decide`."""
+        now = self._clock.now()
+        return await self._write(lambda db: _decisions.decide(db, decision, now))
+
+    async def decisions(self, run_id: str) -> list[Decision]:
+        """The run's recorded decisions, oldest first."""
+        return await self._read(lambda db: _decisions.decisions(db, run_id))
 
     async def schema_version(self) -> int:
         """The last migration applied to the database."""

@@ -216,9 +216,19 @@ def _insert_messages(
 ) -> None:
     insert_rows(
         db,
-        "INSERT INTO messages (run_id, seq, role, tool_call_id, tokens, created_at, body)",
+        "INSERT INTO messages "
+        "(run_id, seq, role, tool_call_id, tokens, tokens_source, created_at, body)",
         [
-            (run_id, last + i, m.role, m.tool_call_id, m.tokens, now, encode_message(m, run_id))
+            (
+                run_id,
+                last + i,
+                m.role,
+                m.tool_call_id,
+                m.tokens,
+                m.tokens_source,
+                now,
+                encode_message(m, run_id),
+            )
             for i, m in enumerate(messages, start=1)
         ],
     )

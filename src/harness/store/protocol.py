@@ -23,6 +23,7 @@ __all__ = [
     "TERMINAL_STATES",
     "Control",
     "ControlKind",
+    "Decision",
     "EventStore",
     "NewEvent",
     "NewRun",
@@ -203,6 +204,24 @@ class Control:
     """When it was sent."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Decision:
+    """A person's decision on one tool call that waits for approval: one per call, ever."""
+
+    run_id: str
+    """The run."""
+    call_id: str
+    """The tool call decided."""
+    approved: bool
+    """Whether the call may run."""
+    by: str
+    """Who decided, e.g. `user:alice`."""
+    reason: str | None = None
+    """Why, for a denial: the model is told."""
+    decided_at: float = 0.0
+    """When it was recorded (the store's clock; ignored when deciding)."""
+
+
 class EventStore(Protocol):
     """Durable runs, events and messages, shared by every process that opens the same store.
 
@@ -346,6 +365,25 @@ class EventStore(Protocol):
 
         Each control is returned exactly once, to one caller, in the order sent.
         """
+        ...
+
+    async def decide(self, decision: Decision) -> Decision | None:
+        """Record a decision on a tool call unless it has one (compare and set).
+
+        The winning decision also queues its `approve` or `deny` control for the run's
+        owner, in the same transaction: a call gets one decision, delivered once.
+
+        Returns:
+            `None` when `decision` was recorded; otherwise the earlier decision, which
+            stands (and nothing was written).
+
+        Raises:
+            StoreConflict: There is no such run.
+        """
+        ...
+
+    async def decisions(self, run_id: str) -> list[Decision]:
+        """The decisions recorded for the run's tool calls, oldest first."""
         ...
 
     async def schema_version(self) -> int:

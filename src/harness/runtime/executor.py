@@ -300,6 +300,8 @@ class RunExecutor:
         fresh = messages is not None and record.last_seq <= 1
         history = messages if messages is not None else await self._store.messages(run_id)
         not_started, context = (set[str](), None) if fresh else await self._left_off(run_id)
+        if not_started:
+            await self._redeliver(run_id, handle, not_started)
         try:
             result = await loop.run(
                 run_id, history, not_started=not_started, usage=sink.usage, context=context
@@ -347,6 +349,21 @@ class RunExecutor:
                 owner=self._owner,
             )
         )
+
+    async def _redeliver(self, run_id: str, handle: RunHandle, asked: set[str]) -> None:
+        """Hand the run the decisions already recorded for calls it asks about again.
+
+        A previous owner may have taken a decision's control and died before the run
+        committed it: the store's decision, not the consumed control, is the truth.
+        """
+        for decision in await self._store.decisions(run_id):
+            if decision.call_id in asked:
+                handle.decide(
+                    decision.call_id,
+                    ApprovalDecision(
+                        approved=decision.approved, by=decision.by, reason=decision.reason
+                    ),
+                )
 
     async def _left_off(self, run_id: str) -> tuple[set[str], ContextState | None]:
         """Where a resumed run left off, from its events.

@@ -14,6 +14,7 @@ import getpass
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
@@ -23,7 +24,7 @@ from harness.core.ids import new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.core.usage import Usage
-from harness.errors import ConfigError, RunError, RunQueueFull
+from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull
 from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
 from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
@@ -31,10 +32,10 @@ from harness.runtime.resources import AgentResources
 from harness.runtime.runs import agent_metadata, stored_result
 from harness.runtime.settings import Settings, load_settings
 from harness.store import open_store
-from harness.store.protocol import EventStore, NewEvent, NewRun, RunRecord
+from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord
 from harness.tools import ApprovalHandler, AuditLog
 
-__all__ = ["Harness"]
+__all__ = ["Harness", "already_decided"]
 
 
 class Harness:
@@ -361,13 +362,21 @@ class Harness:
         return run_id
 
     async def approve(self, run_id: str, call_id: str, *, by: str | None = None) -> None:
-        """Let a tool call that waits for approval run."""
+        """Let a tool call that waits for approval run.
+
+        Raises:
+            AlreadyDecided: The call was approved or denied before: that decision stands.
+        """
         await self._decide(run_id, call_id, "approve", by=by, reason=None)
 
     async def deny(
         self, run_id: str, call_id: str, *, reason: str | None = None, by: str | None = None
     ) -> None:
-        """Refuse a tool call that waits for approval; the model is told `reason`."""
+        """Refuse a tool call that waits for approval; the model is told `reason`.
+
+        Raises:
+            AlreadyDecided: The call was approved or denied before: that decision stands.
+        """
         await self._decide(run_id, call_id, "deny", by=by, reason=reason)
 
     async def pending_approvals(self, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -388,14 +397,32 @@ class Harness:
             pending += asked.values()
         return pending
 
+    async def decision(self, run_id: str, call_id: str) -> Decision | None:
+        """The decision recorded for a tool call, or `None` while it has none."""
+        decided = await self.store.decisions(run_id)
+        return next((d for d in decided if d.call_id == call_id), None)
+
     async def _decide(
         self, run_id: str, call_id: str, kind: str, *, by: str | None, reason: str | None
     ) -> None:
+        """Record the decision (the first one for a call wins) and deliver it to the owner.
+
+        Raises:
+            AlreadyDecided: The call has a decision already, which stands.
+        """
         record = await self._record(run_id)
         if RunState(record.state) in TERMINAL:
             raise RunError(f"cannot {kind} call {call_id}: run {run_id} is {record.state}")
-        payload = {"call_id": call_id, "by": by or f"user:{getpass.getuser()}", "reason": reason}
-        await self.store.send_control(run_id, "approve" if kind == "approve" else "deny", payload)
+        decision = Decision(
+            run_id=run_id,
+            call_id=call_id,
+            approved=kind == "approve",
+            by=by or f"user:{getpass.getuser()}",
+            reason=reason,
+        )
+        earlier = await self.store.decide(decision)
+        if earlier is not None:
+            raise already_decided(earlier)
 
     async def _continue(self, record: RunRecord) -> str:
         agent = self._agents.get(record.agent)
@@ -428,6 +455,17 @@ class Harness:
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()
+
+
+def already_decided(decision: Decision) -> AlreadyDecided:
+    """The error of a decision that lost to `decision`: which one stands, who and when."""
+    verdict = "approved" if decision.approved else "denied"
+    when = datetime.fromtimestamp(decision.decided_at, UTC).isoformat(timespec="milliseconds")
+    why = f" ({decision.reason})" if decision.reason and not decision.approved else ""
+    return AlreadyDecided(
+        f"call {decision.call_id} of run {decision.run_id} is already decided: "
+        f"{verdict} by {decision.by} at {when}{why}"
+    )
 
 
 def _new_record(

@@ -25,6 +25,7 @@ from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.core.usage import Usage
 from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull
+from harness.memory import TokenCounter
 from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
 from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
@@ -164,6 +165,8 @@ class Harness:
         _, max_queue, _, lease_s = self._limits
         model = agent.model if isinstance(agent.model, str) else agent.model.name
         messages = history or [Message.system(agent.system_prompt), Message.user(task)]
+        counter = TokenCounter()
+        messages = [counter.counted(m) for m in messages]
         portable = agent_metadata(agent)
         metadata = {"agent": portable} if portable else {}
         # A run this process can start now never waits in the queue: it skips the bound,

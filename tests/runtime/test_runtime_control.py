@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Agent, Harness, Message, ModelRequest, tool
+from harness import Agent, Harness, Limits, Message, ModelRequest, tool
 from harness.runtime import Settings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 from harness.tools import bash_tool
@@ -230,3 +230,32 @@ async def test_a_cut_result_stays_pageable_after_its_process_was_killed(
     assert result.output is not None
     assert result.output.endswith(full[11_000:14_000])
     assert "of 22,000" in result.output
+
+
+@tool(side_effects="none")
+def tick() -> str:
+    """Do nothing, quickly."""
+    return "tick"
+
+
+def ticker() -> Agent:
+    """Calls `tick` step after step, until it is stopped."""
+    model = FunctionModel(lambda request: reply(None, call("tick", {})), latency_s=0.02)
+    return Agent(name="ticker", model=model, tools=[tick], limits=Limits(max_steps=100_000))
+
+
+async def test_on_postgres_a_pause_arrives_by_notify_not_by_polling(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The owner polls for controls once an hour: only LISTEN/NOTIFY can bring the pause."""
+    settings = Settings(home=tmp_path)
+    async with (
+        Harness(settings, store=postgres_url, control_poll_s=3600) as owner,
+        Harness(settings, store=postgres_url, execute=False) as other,
+    ):
+        run_id = await owner.submit(ticker(), "tick on")
+        await state_of(other, run_id, "RUNNING")
+        await other.pause(run_id)
+        await state_of(other, run_id, "PAUSED")
+        kinds = [e.type for e in await other.store.events(run_id)]
+    assert kinds[-1] == "run_paused"

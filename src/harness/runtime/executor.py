@@ -3,7 +3,8 @@
 Three background tasks: the pump claims runs when there is room (pending runs of known
 agents, and runs whose owner's lease expired), the renewer keeps this process's leases
 alive, and the control reader delivers pause, cancel, approve and deny requests that any
-process sent through the store.
+process sent through the store: at once when the store announces them (PostgreSQL's
+LISTEN/NOTIFY), otherwise at the next poll.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class RunExecutor:
         model_limits: Mapping[str, int],
         lease_s: float,
         adopt: bool = True,
+        control_poll_s: float = _POLL_S,
     ) -> None:
         self._store, self._bus, self._resources = store, bus, resources
         self._owner, self._agents = owner, agents
@@ -76,6 +78,7 @@ class RunExecutor:
         self.own: set[str] = set()
         """Runs submitted through this process's `Harness`."""
         self._adopt = adopt
+        self._control_poll_s = control_poll_s
 
     def start(self) -> None:
         """Start claiming and executing runs."""
@@ -196,15 +199,20 @@ class RunExecutor:
                     handle.task.cancel()
 
     async def _read_controls(self) -> None:
+        """Take this owner's controls when the store announces some, and every poll.
+
+        PostgreSQL announces them with NOTIFY; on SQLite the poll is the only way.
+        """
+        seen = 0
         while True:
-            await asyncio.sleep(_POLL_S)
             try:
                 controls = await self._store.take_controls(owner=self._owner)
             except Exception:
                 _log.exception("reading controls failed; trying again")
-                continue
+                controls = []
             for control in controls:
                 self._obey(control)
+            seen = await self._store.wait_for_notice("controls", seen, self._control_poll_s)
 
     def _obey(self, control: Control) -> None:
         handle = self._handles.get(control.run_id)

@@ -61,6 +61,8 @@ class Harness:
         execute: Execute runs in this process; `False` only submits and steers.
         adopt: Also execute runs submitted by other processes, and take over runs whose
             owner died; `False` executes only the runs submitted here.
+        control_poll_s: How often controls sent by other processes are looked for. On
+            PostgreSQL they also arrive at once by LISTEN/NOTIFY; this is the fallback.
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class Harness:
         lease_s: float = 15.0,
         execute: bool = True,
         adopt: bool = True,
+        control_poll_s: float = 0.2,
     ) -> None:
         self.settings = settings or load_settings()
         self.bus = EventBus()
@@ -90,6 +93,7 @@ class Harness:
         self._approver, self._audit = approver, audit
         self._limits = (max_concurrent, max_queue, dict(model_limits or {}), lease_s)
         self._execute, self._adopt = execute, adopt
+        self._control_poll_s = control_poll_s
         self._executor: RunExecutor | None = None
         self._finished: dict[str, asyncio.Event] = {}
 
@@ -131,6 +135,7 @@ class Harness:
                 model_limits=model_limits,
                 lease_s=lease_s,
                 adopt=self._adopt,
+                control_poll_s=self._control_poll_s,
             )
             self._executor.start()
 
@@ -303,9 +308,10 @@ class Harness:
     async def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[RunEvent]:
         """The run's events after `after_seq`: stored ones first, then new ones as they come.
 
+        New events are read when the store announces some (PostgreSQL), or every 50 ms.
         Ends after the run's last event.
         """
-        seq = after_seq
+        seq, seen = after_seq, 0
         while True:
             batch = await self.store.events(run_id, after_seq=seq)
             for event in batch:
@@ -315,7 +321,7 @@ class Harness:
                 record = await self._record(run_id)
                 if RunState(record.state) in TERMINAL and record.last_seq <= seq:
                     return
-                await asyncio.sleep(0.05)
+                seen = await self.store.wait_for_notice("events", seen, 0.05)
 
     async def cancel(self, run_id: str, *, reason: str | None = None) -> None:
         """Cancel the run: a model call or tool in flight is interrupted; what was done stays."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from harness.store._leases import send_control
-from harness.store._sql import Db, Row
+from harness.store._sql import Db, Dialect, Row
 from harness.store.errors import StoreConflict
 from harness.store.protocol import Decision
 
@@ -20,20 +20,20 @@ __all__ = ["decide", "decisions"]
 _COLUMNS: Final = "run_id, call_id, approved, decided_by, reason, decided_at"
 
 
-def decide(db: Db, decision: Decision, now: float) -> Decision | None:
+def decide(db: Db, d: Dialect, decision: Decision, now: float) -> Decision | None:
     """Insert `decision` and queue its control; the earlier decision when there is one."""
-    d = decision
-    if not db.query("SELECT 1 FROM runs WHERE run_id = ?", (d.run_id,)):
-        raise StoreConflict(f"there is no run {d.run_id}")
+    c = decision
+    if not db.query("SELECT 1 FROM runs WHERE run_id = ?", (c.run_id,)):
+        raise StoreConflict(f"there is no run {c.run_id}")
     won = db.query(
         f"INSERT INTO decisions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (run_id, call_id) DO NOTHING RETURNING call_id",
-        (d.run_id, d.call_id, d.approved, d.by, d.reason, now),
+        (c.run_id, c.call_id, c.approved, c.by, c.reason, now),
     )
     if not won:
-        return _decision(db, d.run_id, d.call_id)
-    payload = {"call_id": d.call_id, "by": d.by, "reason": d.reason}
-    send_control(db, d.run_id, "approve" if d.approved else "deny", payload, now)
+        return _decision(db, c.run_id, c.call_id)
+    payload = {"call_id": c.call_id, "by": c.by, "reason": c.reason}
+    send_control(db, d, c.run_id, "approve" if c.approved else "deny", payload, now)
     return None
 
 

@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
+from harness.store._notices import notify
 from harness.store._rows import CONTROL_COLUMNS, RUN_COLUMNS, control_from_row, run_from_row, wrap
 from harness.store._sql import Db, Dialect, marks
 from harness.store.errors import StoreConflict
@@ -79,7 +80,7 @@ def release(db: Db, owner: str, run_ids: Collection[str] | None) -> None:
 
 
 def send_control(
-    db: Db, run_id: str, kind: ControlKind, payload: Mapping[str, Any], now: float
+    db: Db, d: Dialect, run_id: str, kind: ControlKind, payload: Mapping[str, Any], now: float
 ) -> int:
     """Queue a control for the run's owner; returns its id."""
     if not db.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
@@ -89,6 +90,7 @@ def send_control(
         "INSERT INTO controls (run_id, kind, created_at, body) VALUES (?, ?, ?, ?) RETURNING id",
         (run_id, kind, now, body),
     )
+    notify(db, d, "controls", run_id)
     return int(rows[0][0])
 
 

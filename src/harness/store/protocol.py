@@ -21,6 +21,7 @@ __all__ = [
     "CLAIMABLE_STATES",
     "RUN_STATES",
     "TERMINAL_STATES",
+    "Channel",
     "Control",
     "ControlKind",
     "Decision",
@@ -46,6 +47,10 @@ CLAIMABLE_STATES: Final[frozenset[str]] = frozenset({"PENDING", "RUNNING", "WAIT
 
 ControlKind = Literal["pause", "resume", "cancel", "approve", "deny"]
 """Requests that any process may send to the owner of a run."""
+
+Channel = Literal["controls", "events"]
+"""News a store announces to other processes: `controls` (a control was sent to a run's
+owner) and `events` (a run's events grew). See `EventStore.wait_for_notice`."""
 
 
 def _no_payload() -> Mapping[str, Any]:
@@ -384,6 +389,25 @@ class EventStore(Protocol):
 
     async def decisions(self, run_id: str) -> list[Decision]:
         """The decisions recorded for the run's tool calls, oldest first."""
+        ...
+
+    async def wait_for_notice(self, channel: Channel, seen: int, timeout_s: float) -> int:
+        """Wait until another process announces news on `channel`, or `timeout_s` passed.
+
+        PostgreSQL announces every control sent (`controls`) and every step that wrote
+        events (`events`) with LISTEN/NOTIFY; stores without notifications just wait
+        `timeout_s`, so callers read the store after each wait either way (polling stays
+        the fallback).
+
+        Args:
+            channel: `controls` or `events`.
+            seen: The count this call returned last time (0 at first): news that came
+                since then returns at once, so none is missed between two waits.
+            timeout_s: Seconds to wait at most.
+
+        Returns:
+            The channel's count of notices now, for the next call's `seen`.
+        """
         ...
 
     async def schema_version(self) -> int:

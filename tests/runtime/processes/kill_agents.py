@@ -5,12 +5,14 @@ run over answers exactly as the one that died would have.
 """
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
 
-from harness import Agent, Message, ModelRequest, tool
+from harness import Agent, Limits, Message, ModelRequest, tool
 from harness.gateway.scripted import FunctionModel, call, reply
+from harness.memory import ContextPolicy
 
 
 def _log(line: str) -> None:
@@ -90,7 +92,69 @@ def sleeper(latency_s: float = 3600.0) -> Agent:
     return Agent(name="sleeper", model=FunctionModel(_slow_answer, latency_s=latency_s))
 
 
-AGENTS = {"deployer": deployer, "reader": reader, "sleeper": sleeper}
+@tool(side_effects="none")
+def lookup(city: str) -> str:
+    """Look up the weather of a city."""
+    return f"{city}: 21 degrees " + "and more details " * 60
+
+
+SUMMARY_PROMPTS = ("You compress the history", "An AI agent's context window")
+CONTEXT = ContextPolicy(context_window=2000, trim_at=0.5, summarize_at=0.5, keep_last_turns=1)
+
+
+async def _lookups_until_summarized(request: ModelRequest) -> Message | str:
+    if (request.messages[0].content or "").startswith(SUMMARY_PROMPTS):
+        return "FIRST SUMMARY"
+    if any("FIRST SUMMARY" in (m.content or "") for m in request.messages):
+        print("summarized", flush=True)
+        await asyncio.Event().wait()  # until the process is killed
+    city = f"City {len(_tool_results(request)) + 1}"
+    return reply(None, call("lookup", {"city": city}))
+
+
+def compactor() -> Agent:
+    """Looks cities up until its context is summarized, then hangs (in the process to kill)."""
+    model = FunctionModel(_lookups_until_summarized)
+    return Agent(name="ctx", model=model, tools=[lookup], context=CONTEXT)
+
+
+@tool(side_effects="none")
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def _plans_until_step_2(request: ModelRequest) -> Message | str:
+    text = request.messages[-1].content or ""
+    if text.startswith("Make a plan"):
+        steps = ["add 2 and 3", "double the sum"]
+        return json.dumps({"steps": [{"description": s} for s in steps]})
+    if text.startswith("Plan step 1"):
+        return reply(None, call("add", {"a": 2, "b": 3}))
+    if text.startswith("Plan step 2"):
+        print("at step 2", flush=True)
+        await asyncio.Event().wait()  # until the process is killed
+    return f"got {text}"
+
+
+def planner() -> Agent:
+    """Plans two steps, does the first, hangs in the second (in the process to kill)."""
+    return Agent(
+        name="planner",
+        model=FunctionModel(_plans_until_step_2),
+        tools=[add],
+        strategy="plan_execute",
+        limits=Limits(max_steps=20),
+    )
+
+
+AGENTS = {
+    "compactor": compactor,
+    "planner": planner,
+    "deployer": deployer,
+    "reader": reader,
+    "sleeper": sleeper,
+}
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def notify(db: Db, d: Dialect, channel: Channel, run_id: str) -> None:
         db.query(d.notify, (CHANNELS[channel], run_id))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Waiter:
     channel: Channel
     future: asyncio.Future[None]

@@ -40,7 +40,7 @@ _DIALECT: Final = Dialect(
     lock_schema="SELECT pg_advisory_xact_lock(7408346612201)",
     notify="SELECT pg_notify(?, ?)",
 )
-_LISTEN_POLL_S: Final = 0.5
+_LISTEN_POLL_S: Final = 0.1
 """How often the listener thread looks up from its connection to see if it should stop."""
 _RECONNECT_S: Final = 1.0
 _RETRY: Final = (

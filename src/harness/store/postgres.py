@@ -167,7 +167,12 @@ class _Listener:
             try:
                 self._listen()
             except psycopg.Error as exc:
-                _log.debug("listening on %s failed: %s", _where(self._driver.url), exc)
+                _log.warning(
+                    "listening for notifications on %s failed (%s); waiters poll until it "
+                    "works again",
+                    _where(self._driver.url),
+                    _first_line(exc),
+                )
             finally:
                 self.started.set()
             self._stopping.wait(_RECONNECT_S)

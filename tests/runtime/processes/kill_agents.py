@@ -7,7 +7,6 @@ run over answers exactly as the one that died would have.
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 
 from harness import Agent, Limits, Message, ModelRequest, tool
@@ -155,7 +154,3 @@ AGENTS = {
     "reader": reader,
     "sleeper": sleeper,
 }
-
-
-if __name__ == "__main__":
-    sys.exit("import this module; run owner.py")

@@ -28,6 +28,7 @@ HarnessError
 ├── StoreError                       the run store failed (`retryable` as data)
 │   └── StoreConflict                a write's condition did not hold; nothing was written
 ├── RunError                         a run could not go on
+│   ├── AlreadyDecided               a tool call has its approve/deny already; this one lost
 │   ├── InvalidTransition            a lifecycle move that the state table forbids
 │   └── RunQueueFull                 the scheduler's queue is at its bound
 └── RunInterrupted                   raised by the runtime at a step boundary to pause a run
@@ -39,6 +40,7 @@ Third-party errors are translated once, where they enter harness, with `raise ..
 from __future__ import annotations
 
 __all__ = [
+    "AlreadyDecided",
     "ApprovalRequired",
     "ConfigError",
     "ContextOverflowError",
@@ -248,6 +250,13 @@ class StoreConflict(StoreError):
 
 class RunError(HarnessError):
     """A run could not go on."""
+
+
+class AlreadyDecided(RunError):
+    """A tool call was approved or denied already; a second decision is refused.
+
+    The message says which decision stands, who made it and when.
+    """
 
 
 class InvalidTransition(RunError):

@@ -1,12 +1,15 @@
-"""Plan-and-Execute in the durable runtime: its events are stored, and it survives a restart."""
+"""Plan-and-Execute in the durable runtime: its events are stored, and it survives a SIGKILL."""
 
-import asyncio
 import json
+import sys
 from pathlib import Path
 
 from harness import Agent, Harness, Limits, Message, ModelRequest, tool
 from harness.runtime import Settings
 from harness.testing import FunctionModel, call, reply
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "runtime" / "processes"))
+from owner_process import OwnerProcess
 
 
 @tool(side_effects="none")
@@ -20,12 +23,7 @@ def plan(*steps: str) -> str:
 
 
 class PlanModel:
-    """Answers from the conversation alone; step 2's call can be held at a gate."""
-
-    def __init__(self) -> None:
-        self.at_gate = asyncio.Event()
-        self.gate = asyncio.Event()
-        self.gate.set()
+    """Answers from the conversation alone (the killed process's `planner` does the same)."""
 
     async def __call__(self, request: ModelRequest) -> Message | str:
         last = request.messages[-1]
@@ -35,8 +33,6 @@ class PlanModel:
         if text.startswith("Plan step 1"):
             return reply(None, call("add", {"a": 2, "b": 3}))
         if text.startswith("Plan step 2"):
-            self.at_gate.set()
-            await self.gate.wait()
             return reply(None, call("add", {"a": 5, "b": 5}))
         if last.role == "tool":
             return f"got {text}"
@@ -63,15 +59,16 @@ async def test_plan_events_are_stored_with_the_run(tmp_path: Path) -> None:
     assert next(e for e in events if e.type == "run_started").payload["strategy"] == "plan_execute"
 
 
-async def test_a_plan_goes_on_after_its_process_stops_mid_step(tmp_path: Path) -> None:
-    model = PlanModel()
-    model.gate.clear()
-    async with Harness(Settings(home=tmp_path)) as h:
-        run_id = await h.submit(agent(model), "what is (2+3)*2?")
-        async with asyncio.timeout(30):
-            await model.at_gate.wait()  # plan step 2 is asked for: the process stops here
+async def test_a_plan_goes_on_after_its_process_is_killed_mid_step(
+    tmp_path: Path, store_target: str
+) -> None:
+    with OwnerProcess(tmp_path, store_target, "planner", "what is (2+3)*2?") as first:
+        run_id = first.run_id
+        assert run_id is not None
+        assert first.line() == "at step 2"  # plan step 2 is asked for: SIGKILL here
+        first.kill()
     again = PlanModel()
-    async with Harness(Settings(home=tmp_path), agents=(agent(again),)) as h:
+    async with Harness(Settings(home=tmp_path), store=store_target, agents=(agent(again),)) as h:
         result = await h.wait(run_id, timeout=30)
         events = [e async for e in h.events(run_id)]
     assert result.output == "The answer is 10."

@@ -1,4 +1,7 @@
-"""The durable runtime from the command line: detached runs, a worker, control from anywhere."""
+"""The durable runtime from the command line: detached runs, a worker, control from anywhere.
+
+Every test with a worker runs on SQLite and on PostgreSQL (HARNESS_STORE for all processes).
+"""
 
 import dataclasses
 import json
@@ -41,7 +44,8 @@ def wait_state(home: Path, run_id: str, *states: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def worker(tmp_path: Path) -> Iterator[None]:
+def worker(tmp_path: Path, store_target: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("HARNESS_STORE", store_target)  # for the worker and every command
     env = {**os.environ, "HARNESS_HOME": str(tmp_path)}
     proc = subprocess.Popen(
         [HARNESS, "worker", "--concurrency", "4"],
@@ -98,7 +102,7 @@ def test_detached_runs_are_executed_by_a_worker(tmp_path: Path, worker: None) ->
 def test_pause_and_resume_from_other_processes(tmp_path: Path, worker: None) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    replies = [slow(FakeReply.tool_call("list_dir", {}), 0.4) for _ in range(3)]
+    replies = [slow(FakeReply.tool_call("list_dir", {}), 1.5) for _ in range(3)]
     replies.append(FakeReply.text("listed three times"))
     with FakeOpenAIServer(replies) as server:
         run_id = detach(

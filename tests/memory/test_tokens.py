@@ -197,3 +197,15 @@ def test_a_follow_up_is_counted_from_the_first_reported_usage(first: str, follow
     error = abs(counter.count(later, later_tools) - truth) / truth
     assert error < 0.2
     assert error <= fresh_error
+
+
+def test_counted_prefers_the_reported_count_and_keeps_an_existing_one() -> None:
+    counter = TokenCounter(ratio=2.0, max_ratio=2.0)
+    answer = Message.assistant(PROSE)
+    reported = counter.counted(answer, reported=42)
+    assert (reported.tokens, reported.tokens_source) == (42, "reported")
+    estimated = counter.counted(answer)
+    assert estimated.tokens == counter.message_tokens(answer)
+    assert estimated.tokens_source == "estimated"
+    assert counter.counted(reported, reported=7) is reported  # a count is never redone
+    assert estimated.content == answer.content

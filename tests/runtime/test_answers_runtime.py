@@ -1,6 +1,5 @@
 """Structured output, completion checks and context management in the durable runtime."""
 
-import asyncio
 import json
 import os
 import subprocess
@@ -19,6 +18,9 @@ from harness.runtime import Settings
 from harness.runtime.runs import agent_from_metadata, agent_metadata
 from harness.testing import FakeOpenAIServer, FakeReply, FunctionModel, ScriptedModel, call, reply
 from harness.tools.sandbox import Sandbox
+
+sys.path.insert(0, str(Path(__file__).parent / "processes"))
+from owner_process import OwnerProcess
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 SUMMARY_PROMPTS = ("You compress the history", "An AI agent's context window")
@@ -228,33 +230,26 @@ async def test_a_shell_verifier_runs_in_the_workspace_sandboxed(
 # --- context management ----------------------------------------------------------------------
 
 
-def inspecting_model(
-    summary: str, *, steps: int = 15, gate: asyncio.Event | None = None
-) -> tuple[FunctionModel, list[ModelRequest], asyncio.Event]:
-    """Calls `lookup` `steps` times, then answers; summaries are `summary`. With a `gate`,
-    the call after the first summary waits for it."""
+def inspecting_model(summary: str, *, steps: int = 15) -> tuple[FunctionModel, list[ModelRequest]]:
+    """Calls `lookup` `steps` times, then answers; summaries are `summary`."""
     taken: list[ModelRequest] = []
-    at_gate = asyncio.Event()
 
     async def act(request: ModelRequest) -> Message | str:
         if (request.messages[0].content or "").startswith(SUMMARY_PROMPTS):
             return summary
         taken.append(request)
-        if gate is not None and any(summary in (m.content or "") for m in request.messages):
-            at_gate.set()
-            await gate.wait()
         if len(taken) > steps or not request.tools:
             return "done"
         return reply(None, call("lookup", {"city": f"City {len(taken)}"}))
 
-    return FunctionModel(act), taken, at_gate
+    return FunctionModel(act), taken
 
 
 POLICY = ContextPolicy(context_window=2000, trim_at=0.5, summarize_at=0.5, keep_last_turns=1)
 
 
 async def test_compactions_are_stored_and_replay_shows_the_whole_history(tmp_path: Path) -> None:
-    model, taken, _ = inspecting_model("SUMMARY: fifteen cities looked up.")
+    model, taken = inspecting_model("SUMMARY: fifteen cities looked up.")
     agent = Agent(name="ctx", model=model, tools=[lookup], context=POLICY)
     async with Harness(Settings(home=tmp_path)) as h:
         result = await h.run(agent, "Look up many cities.")
@@ -275,18 +270,18 @@ async def test_compactions_are_stored_and_replay_shows_the_whole_history(tmp_pat
     assert len(replayed.stdout.splitlines()) == len(stored)
 
 
-async def test_a_run_taken_over_goes_on_from_its_last_compaction(tmp_path: Path) -> None:
-    gate = asyncio.Event()
-    first, _, at_gate = inspecting_model("FIRST SUMMARY", gate=gate)
-    agent = Agent(name="ctx", model=first, tools=[lookup], context=POLICY)
-    async with Harness(Settings(home=tmp_path)) as h:
-        run_id = await h.submit(agent, "Look up many cities.")
-        async with asyncio.timeout(30):
-            await at_gate.wait()  # a summary was made and stored: the process stops here
+async def test_a_run_taken_over_after_a_sigkill_goes_on_from_its_last_compaction(
+    tmp_path: Path, store_target: str
+) -> None:
+    with OwnerProcess(tmp_path, store_target, "compactor", "Look up many cities.") as first:
+        run_id = first.run_id
+        assert run_id is not None
+        assert first.line() == "summarized"  # a summary was made and stored: killed here
+        first.kill()
 
-    second, taken, _ = inspecting_model("SECOND SUMMARY")
+    second, taken = inspecting_model("SECOND SUMMARY")
     again = Agent(name="ctx", model=second, tools=[lookup], context=POLICY)
-    async with Harness(Settings(home=tmp_path), agents=(again,)) as h:
+    async with Harness(Settings(home=tmp_path), store=store_target, agents=(again,)) as h:
         result = await h.wait(run_id, timeout=60)
         events = await h.store.events(run_id)
     assert result.ok

@@ -1,21 +1,24 @@
-"""Cancel in the middle of a tool, approvals across a restart, priorities and model limits."""
+"""Cancel in the middle of a tool, approvals across a SIGKILL, priorities and model limits.
+
+The tests of a run outliving its process SIGKILL a real child process (processes/owner.py)
+and run on SQLite and on PostgreSQL.
+"""
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
 
-from harness import Agent, Harness, Message, ModelRequest, tool
+from harness import Agent, Harness, Limits, Message, ModelRequest, tool
 from harness.runtime import Settings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 from harness.tools import bash_tool
 from harness.tools.sandbox import Sandbox
 
-
-@tool(side_effects="mutating", approval="ask")
-def deploy(env: str) -> str:
-    """Deploy (needs approval)."""
-    return f"deployed to {env}"
+sys.path.insert(0, str(Path(__file__).parent / "processes"))
+from kill_agents import deployer, long_log, page_reader, sleeper
+from owner_process import OwnerProcess
 
 
 async def state_of(h: Harness, run_id: str, *states: str) -> None:
@@ -60,32 +63,54 @@ def _is_sandboxed_sleep(proc: Path) -> bool:
         return False
 
 
-async def test_an_approval_survives_a_restart(tmp_path: Path) -> None:
-    agent = Agent(
-        name="deployer",
-        model=ScriptedModel(
-            [reply(None, call("deploy", {"env": "prod"}, id="d1")), reply("shipped")]
-        ),
-        tools=[deploy],
-    )
-    first = Harness(Settings(home=tmp_path), lease_s=1.0)
-    await first.open()
-    run_id = await first.submit(agent, "ship it")
-    await state_of(first, run_id, "WAITING_TOOL")
-    assert [p["call_id"] for p in await first.pending_approvals(run_id)] == ["d1"]
-    await first.aclose()  # the process goes away while the call waits
+async def test_an_approval_survives_a_sigkill_of_its_owner(
+    tmp_path: Path, store_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "deploys.log"
+    monkeypatch.setenv("AGENTS_LOG", str(log))
+    with OwnerProcess(tmp_path, store_target, "deployer", "deploy 1", log) as first:
+        run_id = first.run_id
+        assert run_id is not None
+        async with Harness(Settings(home=tmp_path), store=store_target, execute=False) as h:
+            await state_of(h, run_id, "WAITING_TOOL")
+            assert [p["call_id"] for p in await h.pending_approvals(run_id)] == ["d0"]
+        first.kill()  # the process dies while the call waits
 
-    async with Harness(Settings(home=tmp_path), agents=(agent,), lease_s=1.0) as second:
+    async with Harness(
+        Settings(home=tmp_path), store=store_target, agents=(deployer(),), lease_s=1.0
+    ) as second:
         await state_of(second, run_id, "WAITING_TOOL")
-        while not await second.pending_approvals(run_id):
-            await asyncio.sleep(0.05)
-        await second.approve(run_id, "d1", by="user:ops")
-        result = await second.wait(run_id, timeout=20)
-        kinds = [e.type async for e in second.events(run_id)]
-    assert result.output == "shipped"
-    assert "run_recovered" in kinds
+        await second.approve(run_id, "d0", by="user:ops")
+        result = await second.wait(run_id, timeout=30)
+        events = [e async for e in second.events(run_id)]
+    assert result.output == "shipped 1"
+    (recovered,) = [e.payload for e in events if e.type == "run_recovered"]
+    assert recovered["previous_owner"] == first.owner
     tool_message = next(m for m in result.messages if m.role == "tool")
-    assert tool_message.content == "deployed to prod"
+    assert tool_message.content == "deployed 0"
+    assert log.read_text().splitlines() == ["deployed 0"]
+
+
+async def test_a_run_taken_over_after_a_sigkill_names_the_dead_owner(
+    tmp_path: Path, store_target: str
+) -> None:
+    with OwnerProcess(tmp_path, store_target, "sleeper", "answer slowly") as first:
+        run_id = first.run_id
+        assert run_id is not None
+        async with Harness(Settings(home=tmp_path), store=store_target, execute=False) as h:
+            assert (await h.get(run_id)).owner == first.owner  # it runs there, for an hour
+        first.kill()
+
+    async with Harness(
+        Settings(home=tmp_path), store=store_target, agents=(sleeper(0.0),), lease_s=1.0
+    ) as second:
+        result = await second.wait(run_id, timeout=30)
+        events = await second.store.events(run_id)
+    assert result.output == "answered"
+    (recovered,) = [e.payload for e in events if e.type == "run_recovered"]
+    assert recovered["previous_owner"] == first.owner
+    assert recovered["owner"] == second.owner
+    assert first.owner != second.owner
 
 
 def _recorder(order: list[str]) -> FunctionModel:
@@ -187,40 +212,50 @@ async def test_a_pause_during_a_model_call_lets_the_step_finish_first(tmp_path: 
     assert [m.content for m in result.messages if m.role == "tool"] == ["noted"]
 
 
-@tool(side_effects="none")
-def long_log() -> str:
-    """Print a long log."""
-    return "".join(f"line {n:05d}\n" for n in range(2000))
-
-
-async def test_a_cut_result_stays_pageable_after_its_process_went_away(tmp_path: Path) -> None:
+async def test_a_cut_result_stays_pageable_after_its_process_was_killed(
+    tmp_path: Path, store_target: str
+) -> None:
     """The full text of a cut result commits with its step; the next owner pages it."""
-    entered = asyncio.Event()
+    with OwnerProcess(tmp_path, store_target, "reader", "read the log") as first:
+        run_id = first.run_id
+        assert first.line() == "stuck"  # in the model call after the log's step
+        first.kill()
 
-    async def first_model(request: ModelRequest) -> Message:
-        if request.messages[-1].role == "user":
-            return reply(None, call("long_log", {}, id="log1"))
-        entered.set()
-        await asyncio.Event().wait()  # stuck until its process goes away
-        raise AssertionError("unreachable")
-
-    def second_model(request: ModelRequest) -> Message:
-        last = request.messages[-1]
-        if last.tool_call_id == "log1":
-            return reply(None, call("read_result", {"call_id": "log1", "offset": 11_000}))
-        return reply(last.content or "")
-
-    first_agent = Agent(name="reader", model=FunctionModel(first_model), tools=[long_log])
-    first = Harness(Settings(home=tmp_path), lease_s=1.0)
-    await first.open()
-    run_id = await first.submit(first_agent, "read the log")
-    await entered.wait()
-    await first.aclose()
-
-    second_agent = Agent(name="reader", model=FunctionModel(second_model), tools=[long_log])
-    async with Harness(Settings(home=tmp_path), agents=(second_agent,), lease_s=1.0) as second:
-        result = await second.wait(run_id, timeout=20)
+    async with Harness(
+        Settings(home=tmp_path), store=store_target, agents=(page_reader(),), lease_s=1.0
+    ) as second:
+        assert run_id is not None
+        result = await second.wait(run_id, timeout=30)
     full = long_log.function()
     assert result.output is not None
     assert result.output.endswith(full[11_000:14_000])
     assert "of 22,000" in result.output
+
+
+@tool(side_effects="none")
+def tick() -> str:
+    """Do nothing, quickly."""
+    return "tick"
+
+
+def ticker() -> Agent:
+    """Calls `tick` step after step, until it is stopped."""
+    model = FunctionModel(lambda request: reply(None, call("tick", {})), latency_s=0.02)
+    return Agent(name="ticker", model=model, tools=[tick], limits=Limits(max_steps=100_000))
+
+
+async def test_on_postgres_a_pause_arrives_by_notify_not_by_polling(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The owner polls for controls once an hour: only LISTEN/NOTIFY can bring the pause."""
+    settings = Settings(home=tmp_path)
+    async with (
+        Harness(settings, store=postgres_url, control_poll_s=3600) as owner,
+        Harness(settings, store=postgres_url, execute=False) as other,
+    ):
+        run_id = await owner.submit(ticker(), "tick on")
+        await state_of(other, run_id, "RUNNING")
+        await other.pause(run_id)
+        await state_of(other, run_id, "PAUSED")
+        kinds = [e.type for e in await other.store.events(run_id)]
+    assert kinds[-1] == "run_paused"

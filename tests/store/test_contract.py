@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from enum import StrEnum
 
@@ -11,6 +12,7 @@ import pytest
 from harness.core import Message, ToolCall, Usage
 from harness.errors import ConfigError
 from harness.store import (
+    Decision,
     EventStore,
     NewEvent,
     NewRun,
@@ -445,6 +447,33 @@ async def test_messages_round_trip_exactly_and_in_order(store: EventStore) -> No
     assert await store.messages("run_2") == [Message.user("other")]
 
 
+async def test_each_message_row_keeps_its_tokens_and_their_source(target: str) -> None:
+    async with await open_store(target) as store:
+        await new_run(store)
+        counted = [
+            Message(role="user", content="hi", tokens=2, tokens_source="estimated"),
+            Message(role="assistant", content="hello", tokens=1, tokens_source="reported"),
+            Message.user("not counted"),
+        ]
+        await store.append(StepWrite(run_id="run_1", messages=counted))
+        assert await store.messages("run_1") == counted
+    rows = raw_rows(target, "SELECT seq, tokens, tokens_source FROM messages ORDER BY seq")
+    assert rows == [(1, 2, "estimated"), (2, 1, "reported"), (3, None, None)]
+
+
+def raw_rows(target: str, sql: str) -> list[tuple[object, ...]]:
+    """Rows straight from the database, past the store's own decoding."""
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target) as conn:
+            return [tuple(row) for row in conn.execute(sql).fetchall()]  # type: ignore[arg-type]
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(target)) as conn:
+        return [tuple(row) for row in conn.execute(sql).fetchall()]
+
+
 # Transitions
 
 
@@ -584,6 +613,24 @@ async def test_release_frees_runs_for_other_owners(store: EventStore) -> None:
     assert run.owner == "w2"
 
 
+async def test_claim_names_the_owner_it_took_each_run_from(
+    store: EventStore, clock: FakeClock
+) -> None:
+    await new_run(store, "run_0", state="RUNNING")
+    await new_run(store, "run_1")
+    (first,) = await store.claim("w1", lease_s=5, run_ids=["run_0"])
+    assert (first.owner, first.previous_owner) == ("w1", None)
+    clock.advance(10)
+    taken = await store.claim("w2", lease_s=5)
+    assert [(r.run_id, r.owner, r.previous_owner) for r in taken] == [
+        ("run_0", "w2", "w1"),
+        ("run_1", "w2", None),
+    ]
+    run = await store.get_run("run_0")
+    assert run is not None
+    assert run.previous_owner is None  # only a claim says who held the run before it
+
+
 async def test_expired_runs_are_unfinished_runs_past_their_lease(
     store: EventStore, clock: FakeClock
 ) -> None:
@@ -657,6 +704,55 @@ async def test_controls_need_a_run_and_one_scope(store: EventStore) -> None:
         await store.take_controls()
     with pytest.raises(ConfigError, match="exactly one"):
         await store.take_controls(run_id="a", owner="b")
+
+
+# Decisions
+
+
+def decision(
+    call_id: str = "c1", approved: bool = True, by: str = "alice", **more: object
+) -> Decision:
+    return Decision(run_id="run_1", call_id=call_id, approved=approved, by=by, **more)  # type: ignore[arg-type]
+
+
+async def test_the_first_decision_on_a_call_stands(store: EventStore, clock: FakeClock) -> None:
+    await new_run(store)
+    assert await store.decide(decision(reason="fine")) is None
+    clock.advance(1)
+    earlier = await store.decide(decision(approved=False, by="bob", reason="no"))
+    assert earlier == decision(reason="fine", decided_at=START)
+    assert await store.decide(decision("c2", approved=False, by="bob")) is None
+    assert await store.decisions("run_1") == [
+        decision(reason="fine", decided_at=START),
+        decision("c2", approved=False, by="bob", decided_at=START + 1),
+    ]
+    taken = await store.take_controls(run_id="run_1")  # only the winners are delivered
+    assert [(c.kind, dict(c.payload)) for c in taken] == [
+        ("approve", {"call_id": "c1", "by": "alice", "reason": "fine"}),
+        ("deny", {"call_id": "c2", "by": "bob", "reason": None}),
+    ]
+    with pytest.raises(StoreConflict, match="no run run_x"):
+        await store.decide(Decision(run_id="run_x", call_id="c1", approved=True, by="x"))
+
+
+async def test_of_many_racing_decisions_from_two_stores_one_wins(
+    target: str, clock: FakeClock
+) -> None:
+    async with (
+        await open_store(target, clock=clock) as one,
+        await open_store(target, clock=clock) as two,
+    ):
+        await new_run(one)
+        for call in range(10):
+            tries = [decision(f"c{call}", approved=i % 2 == 0, by=f"p{i}") for i in range(6)]
+            outcomes = await asyncio.gather(
+                *(s.decide(d) for s, d in zip([one, two] * 3, tries, strict=True))
+            )
+            winners = [d for d, o in zip(tries, outcomes, strict=True) if o is None]
+            assert len(winners) == 1
+            assert {o.by for o in outcomes if o is not None} == {winners[0].by}
+        taken = await one.take_controls(run_id="run_1")
+        assert sorted(c.payload["call_id"] for c in taken) == sorted(f"c{i}" for i in range(10))
 
 
 # Blobs and audit

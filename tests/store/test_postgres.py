@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import uuid
 
@@ -68,3 +69,29 @@ async def test_repr_hides_credentials() -> None:
 
     store = PostgresStore("postgresql://harness:s3cret@db.example:6543/runs")
     assert repr(store) == "PostgresStore('db.example:6543/runs')"
+
+
+async def test_a_control_sent_by_another_store_wakes_a_waiter_at_once(postgres_url: str) -> None:
+    """The wait would last an hour: only the NOTIFY that came with the control ends it."""
+    async with await open_store(postgres_url) as owner, await open_store(postgres_url) as other:
+        await owner.create_run(NewRun(run_id="run_1", agent="ops"))
+        seen = await owner.wait_for_notice("controls", 0, 0.0)
+        waiting = asyncio.create_task(owner.wait_for_notice("controls", seen, 3600))
+        await other.send_control("run_1", "pause")
+        async with asyncio.timeout(30):
+            assert await waiting > seen
+        events = asyncio.create_task(owner.wait_for_notice("events", 0, 3600))
+        await other.append(step())
+        async with asyncio.timeout(30):
+            assert await events > 0
+
+
+async def test_news_between_two_waits_is_not_missed(postgres_url: str) -> None:
+    async with await open_store(postgres_url) as owner, await open_store(postgres_url) as other:
+        await owner.create_run(NewRun(run_id="run_1", agent="ops"))
+        seen = await owner.wait_for_notice("controls", 0, 0.0)
+        await other.send_control("run_1", "cancel")  # while nobody waits
+        async with asyncio.timeout(30):
+            while (now := await owner.wait_for_notice("controls", seen, 3600)) == seen:
+                pass
+        assert now > seen

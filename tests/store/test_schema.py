@@ -6,8 +6,8 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
-from harness.core import Usage
-from harness.store import NewEvent, RunUpdate, StepWrite, open_store
+from harness.core import Message, Usage
+from harness.store import Decision, NewEvent, RunUpdate, StepWrite, open_store
 from harness.store._schema import LATEST_VERSION, MIGRATIONS
 
 from .conftest import START
@@ -18,6 +18,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 RELEASED = {
     1: "1c320823fa28369fb50af4706a58b671b15177102050e4405695e42a8b9eefe5",
     2: "8837d38199159d4e5af502ae4d7cfa2c6e1116078945d4660c75a7fec1a6d184",
+    3: "6ddf72ff025374a433a0126be77865bd22c9ed023f4f5b9a09307f538fe03b80",
+    4: "07efe5ceb1875d0e4dfbae3410eab96b074b6e6a5f5c48b6dce2c5bcce5fd60e",
 }
 """sha256 of each released migration's statements. Add a line for a new migration; never
 edit one: a database that applied the old statements would not be migrated again."""
@@ -84,3 +86,11 @@ async def test_a_store_written_by_schema_1_reads_and_writes_today(tmp_path: Path
         updated = await store.get_run("run_v1")
         assert updated is not None
         assert updated.result_data == {"output_valid": True}
+        assert await store.decisions("run_v1") == []  # the table came with schema 4
+        assert (
+            await store.decide(Decision(run_id="run_v1", call_id="c9", approved=True, by="x"))
+            is None
+        )
+        counted = Message(role="user", content="hi", tokens=2, tokens_source="estimated")
+        await store.append(StepWrite(run_id="run_v1", messages=[counted]))
+        assert (await store.messages("run_v1"))[-1] == counted  # schema 3's column

@@ -38,7 +38,7 @@ from harness.gateway.model import (
     ResponseDone,
     TextDelta,
 )
-from harness.memory import WindowManager
+from harness.memory import TokenCounter, WindowManager
 from harness.tools import Toolset
 
 __all__ = ["EMPTY_REPLY_NUDGE", "EMPTY_TEXT_NUDGE", "UNKNOWN_OUTCOME", "ActiveRun"]
@@ -105,6 +105,8 @@ class ActiveRun:
         self.window: WindowManager | None = None
         """Keeps each request within the model's context window; `None` sends the whole
         conversation every time."""
+        self._counter = TokenCounter()
+        """Counts messages' tokens when there is no window manager (which has its own)."""
         output = spec.output_spec
         self._native = output.response_format() if output is not None else None
         self._steps = sum(1 for m in messages if m.role == "assistant")
@@ -174,11 +176,12 @@ class ActiveRun:
         """`respond`, and the calls dropped from a reply on a turn without tools."""
         self._steps += 1
         self.emit("step_started", step=self._steps, **step_info)
-        message = (await self._call_model(tools, answer)).message
+        response = await self._call_model(tools, answer)
+        message = response.message
         dropped = () if tools else message.tool_calls
         if dropped:
             message = dataclasses.replace(message, tool_calls=())
-        self.append(message)
+        message = self.append(message, reported=response.usage.output_tokens)
         if not message.tool_calls:
             await self._sink.commit()
         return message, dropped
@@ -209,10 +212,22 @@ class ActiveRun:
         """Report one event."""
         self._sink.emit(kind, payload)
 
-    def append(self, message: Message) -> None:
-        """Add a message to the conversation and report it."""
+    def append(self, message: Message, *, reported: int = 0) -> Message:
+        """Add a message to the conversation with its token count, and report it.
+
+        Args:
+            message: The message.
+            reported: Its tokens as the provider reported them (an assistant message's
+                output tokens); otherwise the calibrated estimate counts it.
+
+        Returns:
+            The message as added, its `tokens` and `tokens_source` set.
+        """
+        counter = self.window.counter if self.window is not None else self._counter
+        message = counter.counted(message, reported)
         self._messages.append(message)
         self._sink.message(message)
+        return message
 
     async def settle(self, not_started: Collection[str]) -> None:
         """Answer the tool calls of a resumed run that never got their results.
@@ -308,6 +323,8 @@ class ActiveRun:
         self.usage += response.usage
         if self.window is not None:
             self.window.observe(request.messages, request.tools, response.usage)
+        else:
+            self._counter.observe(request.messages, request.tools, response.usage.input_tokens)
         message = response.message
         self.emit(
             "model_responded",

@@ -13,7 +13,7 @@ import typer
 from harness.cli.app import app, fail
 from harness.core.codec import dumps, event_to_dict, message_to_dict, usage_to_dict
 from harness.errors import HarnessError
-from harness.runtime.harness import Harness
+from harness.runtime.harness import Harness, already_decided
 from harness.runtime.lifecycle import RunState
 from harness.runtime.settings import load_settings
 from harness.store.protocol import RunRecord
@@ -227,6 +227,9 @@ async def _decide_if_waiting(
 ) -> None:
     waiting = sorted((p["run_id"], p["call_id"]) for p in await h.pending_approvals(run_id))
     if (run_id, call_id) not in waiting:
+        earlier = await h.decision(run_id, call_id)
+        if earlier is not None:  # e.g. a racing approve/deny won, and the run went on
+            raise already_decided(earlier)
         raise_not_waiting(run_id, call_id, waiting)
     await decide()
 

@@ -12,7 +12,7 @@ from typing import Any, Final, cast
 import orjson
 
 from harness.core.events import EVENT_TYPES, EventType, RunEvent
-from harness.core.messages import Message, Role, ToolCall
+from harness.core.messages import Message, Role, TokensSource, ToolCall
 from harness.core.results import RunResult, TerminationReason
 from harness.core.usage import Usage
 
@@ -52,7 +52,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         out["tool_calls"] = [
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
         ]
-    for key in ("tool_call_id", "name", "reasoning", "tokens", "provider_data"):
+    for key in ("tool_call_id", "name", "reasoning", "tokens", "tokens_source", "provider_data"):
         value = getattr(message, key)
         if value is not None:
             out[key] = value
@@ -77,8 +77,15 @@ def message_from_dict(data: dict[str, Any]) -> Message:
         name=data.get("name"),
         reasoning=data.get("reasoning"),
         tokens=data.get("tokens"),
+        tokens_source=_tokens_source(data.get("tokens_source")),
         provider_data=data.get("provider_data"),
     )
+
+
+def _tokens_source(value: Any) -> TokensSource | None:
+    if value is None or value in ("reported", "estimated"):
+        return value
+    raise CodecError(f"unknown tokens_source {value!r}")
 
 
 def event_to_dict(event: RunEvent) -> dict[str, Any]:

@@ -5,9 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-__all__ = ["MALFORMED_TOOL_CALL", "Message", "Role", "ToolCall", "ToolDefinition"]
+__all__ = [
+    "MALFORMED_TOOL_CALL",
+    "Message",
+    "Role",
+    "TokensSource",
+    "ToolCall",
+    "ToolDefinition",
+]
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+TokensSource = Literal["reported", "estimated"]
+"""Where a message's token count came from: the provider's usage, or the calibrated estimate."""
 
 MALFORMED_TOOL_CALL: Final = "malformed_tool_call"
 """The reserved tool name of a call the gateway could not read from a model's text; its
@@ -59,6 +69,8 @@ class Message:
     """Reasoning or thinking text the model produced beside its answer."""
     tokens: int | None = None
     """Tokens this message takes in the context, when known."""
+    tokens_source: TokensSource | None = None
+    """Where `tokens` came from: `reported` by the provider, or `estimated`."""
     provider_data: dict[str, Any] | None = None
     """Provider-specific data that must be sent back unchanged (e.g. thinking signatures)."""
 

@@ -8,6 +8,7 @@ scales later estimates by that ratio (bounded and smoothed).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -95,6 +96,21 @@ class TokenCounter:
     def message_tokens(self, message: Message) -> int:
         """Calibrated estimate of the tokens one message adds to a request."""
         return math.ceil(self._raw(message) * self._ratio)
+
+    def counted(self, message: Message, reported: int = 0) -> Message:
+        """`message` with its `tokens` and `tokens_source` set, unless it has a count.
+
+        Args:
+            message: The message.
+            reported: The provider's count for it (an assistant message's output tokens);
+                0 or less means none, and the calibrated estimate is used.
+        """
+        if message.tokens is not None:
+            return message
+        if reported > 0:
+            return dataclasses.replace(message, tokens=reported, tokens_source="reported")
+        tokens = self.message_tokens(message)
+        return dataclasses.replace(message, tokens=tokens, tokens_source="estimated")
 
     def text_tokens(self, text: str | None) -> int:
         """Calibrated estimate of the tokens of a text."""

@@ -3,7 +3,8 @@
 Three background tasks: the pump claims runs when there is room (pending runs of known
 agents, and runs whose owner's lease expired), the renewer keeps this process's leases
 alive, and the control reader delivers pause, cancel, approve and deny requests that any
-process sent through the store.
+process sent through the store: at once when the store announces them (PostgreSQL's
+LISTEN/NOTIFY), otherwise at the next poll.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class RunExecutor:
         model_limits: Mapping[str, int],
         lease_s: float,
         adopt: bool = True,
+        control_poll_s: float = _POLL_S,
     ) -> None:
         self._store, self._bus, self._resources = store, bus, resources
         self._owner, self._agents = owner, agents
@@ -77,6 +79,7 @@ class RunExecutor:
         self.own: set[str] = set()
         """Runs submitted through this process's `Harness`."""
         self._adopt = adopt
+        self._control_poll_s = control_poll_s
 
     def start(self) -> None:
         """Start claiming and executing runs."""
@@ -197,15 +200,20 @@ class RunExecutor:
                     handle.task.cancel()
 
     async def _read_controls(self) -> None:
+        """Take this owner's controls when the store announces some, and every poll.
+
+        PostgreSQL announces them with NOTIFY; on SQLite the poll is the only way.
+        """
+        seen = 0
         while True:
-            await asyncio.sleep(_POLL_S)
             try:
                 controls = await self._store.take_controls(owner=self._owner)
             except Exception:
                 _log.exception("reading controls failed; trying again")
-                continue
+                controls = []
             for control in controls:
                 self._obey(control)
+            seen = await self._store.wait_for_notice("controls", seen, self._control_poll_s)
 
     def _obey(self, control: Control) -> None:
         handle = self._handles.get(control.run_id)
@@ -313,6 +321,8 @@ class RunExecutor:
         fresh = messages is not None and record.last_seq <= 1
         history = messages if messages is not None else await self._store.messages(run_id)
         left = _LeftOff() if fresh else await self._left_off(run_id)
+        if left.not_started:
+            await self._redeliver(run_id, handle, left.not_started)
         try:
             result = await loop.run(
                 run_id,
@@ -350,7 +360,11 @@ class RunExecutor:
             return await self._store.transition(record.run_id, ["PENDING"], "RUNNING")
         event = NewEvent(
             type="run_recovered",
-            payload={"previous_owner": record.owner, "state": record.state, "owner": self._owner},
+            payload={
+                "previous_owner": record.previous_owner,
+                "state": record.state,
+                "owner": self._owner,
+            },
         )
         return await self._store.append(
             StepWrite(
@@ -361,6 +375,21 @@ class RunExecutor:
                 owner=self._owner,
             )
         )
+
+    async def _redeliver(self, run_id: str, handle: RunHandle, asked: set[str]) -> None:
+        """Hand the run the decisions already recorded for calls it asks about again.
+
+        A previous owner may have taken a decision's control and died before the run
+        committed it: the store's decision, not the consumed control, is the truth.
+        """
+        for decision in await self._store.decisions(run_id):
+            if decision.call_id in asked:
+                handle.decide(
+                    decision.call_id,
+                    ApprovalDecision(
+                        approved=decision.approved, by=decision.by, reason=decision.reason
+                    ),
+                )
 
     async def _left_off(self, run_id: str) -> _LeftOff:
         """Where a resumed run left off, from its events."""

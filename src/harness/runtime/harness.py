@@ -15,6 +15,7 @@ import getpass
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -26,7 +27,8 @@ from harness.core.ids import new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.core.usage import Usage
-from harness.errors import ConfigError, RunError, RunQueueFull, StoreError
+from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, StoreError
+from harness.memory import TokenCounter
 from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
 from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
@@ -34,11 +36,11 @@ from harness.runtime.resources import AgentResources
 from harness.runtime.runs import agent_metadata
 from harness.runtime.settings import Settings, load_settings
 from harness.store import open_store
-from harness.store.protocol import EventStore, NewEvent, NewRun, RunRecord
+from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord
 from harness.tools import ApprovalHandler, AuditLog
 from harness.tools.preflight import check_workspace_tools
 
-__all__ = ["Harness"]
+__all__ = ["Harness", "already_decided"]
 
 
 class Harness:
@@ -63,6 +65,8 @@ class Harness:
         execute: Execute runs in this process; `False` only submits and steers.
         adopt: Also execute runs submitted by other processes, and take over runs whose
             owner died; `False` executes only the runs submitted here.
+        control_poll_s: How often controls sent by other processes are looked for. On
+            PostgreSQL they also arrive at once by LISTEN/NOTIFY; this is the fallback.
     """
 
     def __init__(
@@ -80,6 +84,7 @@ class Harness:
         lease_s: float = 15.0,
         execute: bool = True,
         adopt: bool = True,
+        control_poll_s: float = 0.2,
     ) -> None:
         self.settings = settings or load_settings()
         self.bus = EventBus()
@@ -92,6 +97,7 @@ class Harness:
         self._approver, self._audit = approver, audit
         self._limits = (max_concurrent, max_queue, dict(model_limits or {}), lease_s)
         self._execute, self._adopt = execute, adopt
+        self._control_poll_s = control_poll_s
         self._executor: RunExecutor | None = None
         self._finished: dict[str, asyncio.Event] = {}
 
@@ -132,6 +138,7 @@ class Harness:
                 model_limits=model_limits,
                 lease_s=lease_s,
                 adopt=self._adopt,
+                control_poll_s=self._control_poll_s,
             )
             self._executor.start()
 
@@ -167,6 +174,8 @@ class Harness:
         await _check_workspace(agent)
         model = agent.model if isinstance(agent.model, str) else agent.model.name
         messages = history or [Message.system(agent.system_prompt), Message.user(task)]
+        counter = TokenCounter()
+        messages = [counter.counted(m) for m in messages]
         portable = agent_metadata(agent)
         metadata = {"agent": portable} if portable else {}
         # A run this process can start now never waits in the queue: it skips the bound,
@@ -304,9 +313,10 @@ class Harness:
     async def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[RunEvent]:
         """The run's events after `after_seq`: stored ones first, then new ones as they come.
 
+        New events are read when the store announces some (PostgreSQL), or every 50 ms.
         Ends after the run's last event.
         """
-        seq = after_seq
+        seq, seen = after_seq, 0
         while True:
             batch = await self.store.events(run_id, after_seq=seq)
             for event in batch:
@@ -316,7 +326,7 @@ class Harness:
                 record = await self._record(run_id)
                 if RunState(record.state) in TERMINAL and record.last_seq <= seq:
                     return
-                await asyncio.sleep(0.05)
+                seen = await self.store.wait_for_notice("events", seen, 0.05)
 
     async def cancel(self, run_id: str, *, reason: str | None = None) -> None:
         """Cancel the run: a model call or tool in flight is interrupted; what was done stays."""
@@ -366,13 +376,21 @@ class Harness:
         return run_id
 
     async def approve(self, run_id: str, call_id: str, *, by: str | None = None) -> None:
-        """Let a tool call that waits for approval run."""
+        """Let a tool call that waits for approval run.
+
+        Raises:
+            AlreadyDecided: The call was approved or denied before: that decision stands.
+        """
         await self._decide(run_id, call_id, "approve", by=by, reason=None)
 
     async def deny(
         self, run_id: str, call_id: str, *, reason: str | None = None, by: str | None = None
     ) -> None:
-        """Refuse a tool call that waits for approval; the model is told `reason`."""
+        """Refuse a tool call that waits for approval; the model is told `reason`.
+
+        Raises:
+            AlreadyDecided: The call was approved or denied before: that decision stands.
+        """
         await self._decide(run_id, call_id, "deny", by=by, reason=reason)
 
     async def pending_approvals(self, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -393,14 +411,32 @@ class Harness:
             pending += asked.values()
         return pending
 
+    async def decision(self, run_id: str, call_id: str) -> Decision | None:
+        """The decision recorded for a tool call, or `None` while it has none."""
+        decided = await self.store.decisions(run_id)
+        return next((d for d in decided if d.call_id == call_id), None)
+
     async def _decide(
         self, run_id: str, call_id: str, kind: str, *, by: str | None, reason: str | None
     ) -> None:
+        """Record the decision (the first one for a call wins) and deliver it to the owner.
+
+        Raises:
+            AlreadyDecided: The call has a decision already, which stands.
+        """
         record = await self._record(run_id)
         if RunState(record.state) in TERMINAL:
             raise RunError(f"cannot {kind} call {call_id}: run {run_id} is {record.state}")
-        payload = {"call_id": call_id, "by": by or f"user:{getpass.getuser()}", "reason": reason}
-        await self.store.send_control(run_id, "approve" if kind == "approve" else "deny", payload)
+        decision = Decision(
+            run_id=run_id,
+            call_id=call_id,
+            approved=kind == "approve",
+            by=by or f"user:{getpass.getuser()}",
+            reason=reason,
+        )
+        earlier = await self.store.decide(decision)
+        if earlier is not None:
+            raise already_decided(earlier)
 
     async def _continue(self, record: RunRecord) -> str:
         agent = self._agents.get(record.agent)
@@ -497,6 +533,17 @@ def _encoded(record: RunRecord) -> dict[str, Any]:
         "usage": usage_to_dict(record.usage),
         "error": record.error,
     }
+
+
+def already_decided(decision: Decision) -> AlreadyDecided:
+    """The error of a decision that lost to `decision`: which one stands, who and when."""
+    verdict = "approved" if decision.approved else "denied"
+    when = datetime.fromtimestamp(decision.decided_at, UTC).isoformat(timespec="milliseconds")
+    why = f" ({decision.reason})" if decision.reason and not decision.approved else ""
+    return AlreadyDecided(
+        f"call {decision.call_id} of run {decision.run_id} is already decided: "
+        f"{verdict} by {decision.by} at {when}{why}"
+    )
 
 
 def _new_record(

@@ -7,8 +7,10 @@ while it works; when it dies they expire and another process may claim the runs.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from typing import Any
 
+from harness.store._notices import notify
 from harness.store._rows import CONTROL_COLUMNS, RUN_COLUMNS, control_from_row, run_from_row, wrap
 from harness.store._sql import Db, Dialect, marks
 from harness.store.errors import StoreConflict
@@ -32,7 +34,7 @@ def claim(
     if not states or (run_ids is not None and not run_ids) or limit <= 0:
         return []
     sql = (
-        f"SELECT run_id FROM runs WHERE state IN ({marks(len(states))}) "
+        f"SELECT run_id, owner FROM runs WHERE state IN ({marks(len(states))}) "
         "AND (owner IS NULL OR owner = ? OR lease_expires_at <= ?)"
     )
     params: list[object] = [*states, owner, now]
@@ -40,7 +42,8 @@ def claim(
         sql += f" AND run_id IN ({marks(len(run_ids))})"
         params.extend(run_ids)
     sql += " ORDER BY priority DESC, created_at, run_id LIMIT ?" + d.skip_locked
-    ids = [row[0] for row in db.query(sql, (*params, limit))]
+    before: dict[str, str | None] = {row[0]: row[1] for row in db.query(sql, (*params, limit))}
+    ids = list(before)
     if not ids:
         return []
     where = f"run_id IN ({marks(len(ids))})"
@@ -50,7 +53,8 @@ def claim(
     )
     rows = db.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE {where}", ids)
     order = {run_id: i for i, run_id in enumerate(ids)}
-    return sorted((run_from_row(row) for row in rows), key=lambda r: order[r.run_id])
+    claimed = (replace(run_from_row(row), previous_owner=before[row[0]]) for row in rows)
+    return sorted(claimed, key=lambda r: order[r.run_id])
 
 
 def renew(db: Db, owner: str, run_ids: Collection[str], *, lease_s: float, now: float) -> list[str]:
@@ -76,7 +80,7 @@ def release(db: Db, owner: str, run_ids: Collection[str] | None) -> None:
 
 
 def send_control(
-    db: Db, run_id: str, kind: ControlKind, payload: Mapping[str, Any], now: float
+    db: Db, d: Dialect, run_id: str, kind: ControlKind, payload: Mapping[str, Any], now: float
 ) -> int:
     """Queue a control for the run's owner; returns its id."""
     if not db.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
@@ -86,6 +90,7 @@ def send_control(
         "INSERT INTO controls (run_id, kind, created_at, body) VALUES (?, ?, ?, ?) RETURNING id",
         (run_id, kind, now, body),
     )
+    notify(db, d, "controls", run_id)
     return int(rows[0][0])
 
 

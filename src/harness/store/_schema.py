@@ -108,6 +108,17 @@ CREATE TABLE controls (
     consumed_by TEXT
 )"""
 
+_DECISIONS = """
+CREATE TABLE decisions (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    call_id TEXT NOT NULL,
+    approved BOOLEAN NOT NULL,
+    decided_by TEXT NOT NULL,
+    reason TEXT,
+    decided_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (run_id, call_id)
+)"""
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         version=1,
@@ -132,6 +143,16 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         version=2,
         description="runs.result_data: structured output and stop detail of a result",
         statements=("ALTER TABLE runs ADD COLUMN result_data TEXT",),
+    ),
+    Migration(
+        version=3,
+        description="messages.tokens_source: whether tokens was reported or estimated",
+        statements=("ALTER TABLE messages ADD COLUMN tokens_source TEXT",),
+    ),
+    Migration(
+        version=4,
+        description="decisions: one approve or deny per tool call, compare and set",
+        statements=(_DECISIONS,),
     ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""

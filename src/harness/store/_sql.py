@@ -7,13 +7,13 @@ and PostgreSQL modules adapt their driver to it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from harness.store.errors import StoreError
 
-__all__ = ["Batch", "Db", "Dialect", "Driver", "Row", "insert_rows", "marks"]
+__all__ = ["Batch", "Db", "Dialect", "Driver", "Listening", "Row", "insert_rows", "marks"]
 
 Row = tuple[Any, ...]
 _ROWS_PER_INSERT: Final = 100
@@ -54,6 +54,17 @@ class Dialect:
     """DDL of an auto-numbered integer primary key."""
     lock_schema: str | None
     """A statement that keeps two processes from migrating at the same time."""
+    notify: str | None = None
+    """A query that sends a notification (`channel`, `payload`) at commit, if the database
+    has them."""
+
+
+class Listening(Protocol):
+    """A running listener for the notifications of other connections."""
+
+    def stop(self) -> None:
+        """Stop listening and close its connection."""
+        ...
 
 
 class Driver(Protocol):
@@ -74,6 +85,13 @@ class Driver(Protocol):
 
     def retry_batch(self, exc: Exception) -> bool:
         """Whether a transaction that failed with `exc` should run again (a deadlock)."""
+        ...
+
+    def listen(self, post: Callable[[str], None], channels: Sequence[str]) -> Listening | None:
+        """Start calling `post(channel)` for every notification on `channels`.
+
+        Returns once listening, or `None` when the database has no notifications.
+        """
         ...
 
 

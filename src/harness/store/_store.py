@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
@@ -10,13 +11,16 @@ from harness.core.clock import Clock, SystemClock
 from harness.core.events import RunEvent
 from harness.core.messages import Message
 from harness.errors import ConfigError
-from harness.store import _leases, _reads, _schema, _writes
+from harness.store import _decisions, _leases, _reads, _schema, _writes
 from harness.store._engine import Readers, Writer, closed_error
-from harness.store._sql import Db, Driver
+from harness.store._notices import CHANNELS, Notices
+from harness.store._sql import Db, Driver, Listening
 from harness.store.protocol import (
     CLAIMABLE_STATES,
+    Channel,
     Control,
     ControlKind,
+    Decision,
     NewEvent,
     NewRun,
     RunRecord,
@@ -53,6 +57,8 @@ class SqlStore:
         self._reader_count = readers
         self._writer: Writer | None = None
         self._readers: Readers | None = None
+        self._notices = Notices()
+        self._listening: Listening | None = None
 
     async def open(self) -> None:
         """Connect and bring the schema up to date; a no-op when already open.
@@ -67,14 +73,19 @@ class SqlStore:
         now = self._clock.now()
         try:
             await self._write(lambda db: _schema.migrate(db, self._driver.dialect, now))
+            self._listening = await asyncio.to_thread(
+                self._driver.listen, self._post, list(CHANNELS.values())
+            )
         except BaseException:
             await self.close()
             raise
 
     async def close(self) -> None:
         """Commit pending writes and close every connection; safe to call twice."""
-        writer, readers = self._writer, self._readers
-        self._writer = self._readers = None
+        writer, readers, listening = self._writer, self._readers, self._listening
+        self._writer = self._readers = self._listening = None
+        if listening is not None:
+            await asyncio.to_thread(listening.stop)
         if writer is not None:
             await writer.stop()
         if readers is not None:
@@ -118,7 +129,8 @@ class SqlStore:
         step = StepWrite(run_id=run_id, events=tuple(events), update=update)
         step = _writes.with_state(step, to_state)
         now, states = self._clock.now(), frozenset(map(str, from_states))
-        return await self._write(lambda db: _writes.transition(db, run_id, states, step, now))
+        d = self._driver.dialect
+        return await self._write(lambda db: _writes.transition(db, d, run_id, states, step, now))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or `None`."""
@@ -214,8 +226,8 @@ class SqlStore:
         self, run_id: str, kind: ControlKind, payload: Mapping[str, Any] | None = None
     ) -> int:
         """Queue a request for the run's owner; returns its id."""
-        now, body = self._clock.now(), dict(payload or {})
-        return await self._write(lambda db: _leases.send_control(db, run_id, kind, body, now))
+        d, now, body = self._driver.dialect, self._clock.now(), dict(payload or {})
+        return await self._write(lambda db: _leases.send_control(db, d, run_id, kind, body, now))
 
     async def take_controls(
         self, *, run_id: str | None = None, owner: str | None = None
@@ -227,6 +239,24 @@ class SqlStore:
         return await self._write(
             lambda db: _leases.take_controls(db, run_id=run_id, owner=owner, now=now)
         )
+
+    async def decide(self, decision: Decision) -> Decision | None:
+        """Record a decision unless the call has one; see `EventStore.decide`."""
+        d, now = self._driver.dialect, self._clock.now()
+        return await self._write(lambda db: _decisions.decide(db, d, decision, now))
+
+    async def decisions(self, run_id: str) -> list[Decision]:
+        """The run's recorded decisions, oldest first."""
+        return await self._read(lambda db: _decisions.decisions(db, run_id))
+
+    async def wait_for_notice(self, channel: Channel, seen: int, timeout_s: float) -> int:
+        """Wait for news on `channel` or for `timeout_s`; see `EventStore.wait_for_notice`."""
+        return await self._notices.wait(channel, seen, timeout_s)
+
+    def _post(self, name: str) -> None:
+        for channel, db_name in CHANNELS.items():
+            if db_name == name:
+                self._notices.post(channel)
 
     async def schema_version(self) -> int:
         """The last migration applied to the database."""

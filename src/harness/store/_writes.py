@@ -14,6 +14,7 @@ from harness.core.events import RunEvent
 from harness.core.messages import Message
 from harness.core.usage import Usage
 from harness.errors import ConfigError
+from harness.store._notices import notify
 from harness.store._rows import encode_event, encode_message, encode_usage, event_from_body, wrap
 from harness.store._sql import Db, Dialect, insert_rows, marks
 from harness.store.errors import StoreConflict
@@ -87,7 +88,7 @@ def create_run(
         f"INSERT INTO runs ({', '.join(row)}) VALUES ({marks(len(row))})", tuple(row.values())
     )
     step = StepWrite(run_id=run.run_id, events=events, messages=messages)
-    return _insert(db, step, _Counters(last_seq=0, last_message=0), now)
+    return _insert(db, d, step, _Counters(last_seq=0, last_message=0), now)
 
 
 def append(db: Db, d: Dialect, step: StepWrite, now: float) -> list[RunEvent]:
@@ -103,7 +104,7 @@ def append(db: Db, d: Dialect, step: StepWrite, now: float) -> list[RunEvent]:
     before = _advance(db, step, now)
     if before is None:
         raise _conflict(db, step)
-    events = _insert(db, step, before, now)
+    events = _insert(db, d, step, before, now)
     if step.key is not None:
         db.execute(
             "INSERT INTO step_keys (run_id, key, first_seq, last_seq) VALUES (?, ?, ?, ?)",
@@ -114,6 +115,7 @@ def append(db: Db, d: Dialect, step: StepWrite, now: float) -> list[RunEvent]:
 
 def transition(
     db: Db,
+    d: Dialect,
     run_id: str,
     from_states: Collection[str],
     step: StepWrite,
@@ -126,7 +128,7 @@ def transition(
         if not db.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
             raise StoreConflict(f"there is no run {run_id}")
         return None
-    return _insert(db, guarded, before, now)
+    return _insert(db, d, guarded, before, now)
 
 
 def record_audit(db: Db, run_id: str, record: Mapping[str, Any], now: float) -> None:
@@ -183,7 +185,7 @@ def _conflict(db: Db, step: StepWrite) -> StoreConflict:
     return StoreConflict(f"run {step.run_id} is leased to {owner or 'nobody'}, not to {step.owner}")
 
 
-def _insert(db: Db, step: StepWrite, before: _Counters, now: float) -> list[RunEvent]:
+def _insert(db: Db, d: Dialect, step: StepWrite, before: _Counters, now: float) -> list[RunEvent]:
     """Insert the step's events, messages and blobs after the run's counters `before`."""
     run_id = step.run_id
     events = [
@@ -202,6 +204,7 @@ def _insert(db: Db, step: StepWrite, before: _Counters, now: float) -> list[RunE
             "INSERT INTO events (run_id, seq, ts, type, body)",
             [(run_id, e.seq, e.ts, e.type, encode_event(e)) for e in events],
         )
+        notify(db, d, "events", run_id)
     if step.messages:
         _insert_messages(db, run_id, before.last_message, step.messages, now)
     if step.blobs:
@@ -216,9 +219,19 @@ def _insert_messages(
 ) -> None:
     insert_rows(
         db,
-        "INSERT INTO messages (run_id, seq, role, tool_call_id, tokens, created_at, body)",
+        "INSERT INTO messages "
+        "(run_id, seq, role, tool_call_id, tokens, tokens_source, created_at, body)",
         [
-            (run_id, last + i, m.role, m.tool_call_id, m.tokens, now, encode_message(m, run_id))
+            (
+                run_id,
+                last + i,
+                m.role,
+                m.tool_call_id,
+                m.tokens,
+                m.tokens_source,
+                now,
+                encode_message(m, run_id),
+            )
             for i, m in enumerate(messages, start=1)
         ],
     )

@@ -21,8 +21,10 @@ __all__ = [
     "CLAIMABLE_STATES",
     "RUN_STATES",
     "TERMINAL_STATES",
+    "Channel",
     "Control",
     "ControlKind",
+    "Decision",
     "EventStore",
     "NewEvent",
     "NewRun",
@@ -45,6 +47,10 @@ CLAIMABLE_STATES: Final[frozenset[str]] = frozenset({"PENDING", "RUNNING", "WAIT
 
 ControlKind = Literal["pause", "resume", "cancel", "approve", "deny"]
 """Requests that any process may send to the owner of a run."""
+
+Channel = Literal["controls", "events"]
+"""News a store announces to other processes: `controls` (a control was sent to a run's
+owner) and `events` (a run's events grew). See `EventStore.wait_for_notice`."""
 
 
 def _no_payload() -> Mapping[str, Any]:
@@ -123,6 +129,9 @@ class RunRecord:
     """The parts of its result beyond the output text, as `result_to_dict` writes them:
     `data`, `output_valid`, `output_errors` (structured output) and `detail`; `None`
     before it ends, and for runs stored before this column existed."""
+    previous_owner: str | None = None
+    """Set by `claim` only: who held the lease just before this claim (`None` when nobody
+    did). A run taken over from a dead process names that process here."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -198,6 +207,24 @@ class Control:
     """Details, e.g. `{"call_id": …, "by": …, "reason": …}` for approvals."""
     created_at: float
     """When it was sent."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Decision:
+    """A person's decision on one tool call that waits for approval: one per call, ever."""
+
+    run_id: str
+    """The run."""
+    call_id: str
+    """The tool call decided."""
+    approved: bool
+    """Whether the call may run."""
+    by: str
+    """Who decided, e.g. `user:alice`."""
+    reason: str | None = None
+    """Why, for a denial: the model is told."""
+    decided_at: float = 0.0
+    """When it was recorded (the store's clock; ignored when deciding)."""
 
 
 class EventStore(Protocol):
@@ -342,6 +369,44 @@ class EventStore(Protocol):
         """Consume the pending controls of one run, or of every run leased to `owner`.
 
         Each control is returned exactly once, to one caller, in the order sent.
+        """
+        ...
+
+    async def decide(self, decision: Decision) -> Decision | None:
+        """Record a decision on a tool call unless it has one (compare and set).
+
+        The winning decision also queues its `approve` or `deny` control for the run's
+        owner, in the same transaction: a call gets one decision, delivered once.
+
+        Returns:
+            `None` when `decision` was recorded; otherwise the earlier decision, which
+            stands (and nothing was written).
+
+        Raises:
+            StoreConflict: There is no such run.
+        """
+        ...
+
+    async def decisions(self, run_id: str) -> list[Decision]:
+        """The decisions recorded for the run's tool calls, oldest first."""
+        ...
+
+    async def wait_for_notice(self, channel: Channel, seen: int, timeout_s: float) -> int:
+        """Wait until another process announces news on `channel`, or `timeout_s` passed.
+
+        PostgreSQL announces every control sent (`controls`) and every step that wrote
+        events (`events`) with LISTEN/NOTIFY; stores without notifications just wait
+        `timeout_s`, so callers read the store after each wait either way (polling stays
+        the fallback).
+
+        Args:
+            channel: `controls` or `events`.
+            seen: The count this call returned last time (0 at first): news that came
+                since then returns at once, so none is missed between two waits.
+            timeout_s: Seconds to wait at most.
+
+        Returns:
+            The channel's count of notices now, for the next call's `seen`.
         """
         ...
 

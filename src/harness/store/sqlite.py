@@ -16,13 +16,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, Literal
 
 from harness.core.clock import Clock
 from harness.errors import ConfigError
-from harness.store._sql import Db, Dialect, Row
+from harness.store._sql import Db, Dialect, Listening, Row
 from harness.store._store import SqlStore
 from harness.store.errors import StoreConflict, StoreError
 
@@ -227,6 +227,9 @@ class _SQLiteDriver:
 
     def retry_batch(self, exc: Exception) -> bool:
         return False
+
+    def listen(self, post: Callable[[str], None], channels: Sequence[str]) -> Listening | None:
+        return None  # SQLite has no notifications: waiters poll
 
 
 def _is_lock(exc: sqlite3.OperationalError) -> bool:

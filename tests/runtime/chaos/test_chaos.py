@@ -1,4 +1,7 @@
-"""Chaos: SIGKILL the worker at random moments; nothing is lost, nothing runs twice."""
+"""Chaos: SIGKILL the worker at random moments; nothing is lost, nothing runs twice.
+
+On SQLite and on PostgreSQL; the PostgreSQL round is smaller, to keep CI's time in bounds.
+"""
 
 import asyncio
 import os
@@ -18,12 +21,12 @@ from harness.runtime import Settings
 sys.path.insert(0, str(Path(__file__).parent))
 from chaos_agent import chaos_agent
 
-RUNS = 200
-KILLS = 4
+SIZES = {"sqlite": (200, 4), "postgres": (120, 4)}
+"""Runs and kills per store."""
 
 
-def start_worker(home: Path, log: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "CHAOS_LOG": str(log)}
+def start_worker(home: Path, log: Path, store: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "CHAOS_LOG": str(log), "HARNESS_STORE": store}
     worker = subprocess.Popen(
         [sys.executable, str(Path(__file__).parent / "worker.py"), str(home)],
         env=env,
@@ -42,17 +45,20 @@ def stop(worker: subprocess.Popen[str], how: signal.Signals) -> None:
     worker.stdout.close()
 
 
-async def test_killed_workers_lose_nothing_and_repeat_no_mutation(tmp_path: Path) -> None:
+async def test_killed_workers_lose_nothing_and_repeat_no_mutation(
+    tmp_path: Path, store_target: str
+) -> None:
     log = tmp_path / "mutations.log"
     settings = Settings(home=tmp_path)
     rng = random.Random(20261130)
-    async with Harness(settings, execute=False, max_queue=RUNS) as harness:
-        run_ids = [await harness.submit(chaos_agent(), f"task-{i}") for i in range(RUNS)]
-        for _ in range(KILLS):
-            worker = start_worker(tmp_path, log)
+    runs, kills = SIZES["postgres" if store_target.startswith("postgresql:") else "sqlite"]
+    async with Harness(settings, store=store_target, execute=False, max_queue=runs) as harness:
+        run_ids = [await harness.submit(chaos_agent(), f"task-{i}") for i in range(runs)]
+        for _ in range(kills):
+            worker = start_worker(tmp_path, log, store_target)
             await asyncio.sleep(rng.uniform(0.2, 1.2))
             stop(worker, signal.SIGKILL)
-        worker = start_worker(tmp_path, log)
+        worker = start_worker(tmp_path, log, store_target)
         try:
             results = [await harness.wait(run_id, timeout=120) for run_id in run_ids]
         finally:
@@ -72,7 +78,7 @@ async def test_killed_workers_lose_nothing_and_repeat_no_mutation(tmp_path: Path
     assert all(r.termination == "final_answer" for r in results), Counter(
         r.termination for r in results
     )
-    assert {r.output for r in results} == {f"done task-{i}" for i in range(RUNS)}
+    assert {r.output for r in results} == {f"done task-{i}" for i in range(runs)}
     lines = Counter(log.read_text().splitlines())
     assert max(lines.values()) == 1, [t for t, n in lines.items() if n > 1]
     assert recovered > 0, "the kills should have interrupted some runs"

@@ -52,6 +52,12 @@ class Journal:
         if self.checkpoints == self.interrupt_at:
             raise RunInterrupted("pause")
 
+    async def boundary(self) -> None:
+        await self.checkpoint()
+
+    async def announce(self) -> None:
+        self.entries.append("announce")
+
 
 def loop_for(model: ScriptedModel, journal: Journal) -> AgentLoop:
     return AgentLoop(
@@ -71,7 +77,7 @@ async def test_calls_are_durable_before_they_run_and_results_after() -> None:
     assert entries.index("message tool") < entries.index("checkpoint")
 
 
-async def test_each_model_call_is_committed_before_the_model_is_asked() -> None:
+async def test_each_model_call_is_announced_before_the_model_is_asked() -> None:
     model = ScriptedModel([reply(None, call("look", {"path": "x"})), reply("done")])
     journal = Journal()
     await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
@@ -79,7 +85,16 @@ async def test_each_model_call_is_committed_before_the_model_is_asked() -> None:
     called = [i for i, entry in enumerate(entries) if entry == "event model_called"]
     assert len(called) == 2
     for index in called:
-        assert entries[index + 1] == "commit"
+        assert entries[index + 1] == "announce"
+
+
+async def test_results_of_calls_safe_to_redo_wait_for_the_next_commit() -> None:
+    model = ScriptedModel([reply(None, call("look", {"path": "x"})), reply("done")])
+    journal = Journal()
+    await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
+    entries = journal.entries
+    assert "commit" not in entries[entries.index("event tool_completed") :]
+    assert entries.count("checkpoint") == 1  # the boundary after the safe call, nothing more
 
 
 async def test_an_interrupt_at_a_boundary_passes_through_the_loop() -> None:
@@ -124,11 +139,21 @@ async def test_a_reply_is_durable_before_calls_that_are_safe_to_repeat_run() -> 
     assert entries.index("event tool_completed") > reply_commit
 
 
-async def test_a_final_answer_is_durable_before_it_is_checked() -> None:
+async def test_a_final_answer_is_durable_before_a_verifier_checks_it() -> None:
+    model = ScriptedModel([reply("done")])
+    journal = Journal()
+    spec = AgentSpec(model=model, verifier=lambda answer: answer == "done")
+    loop = AgentLoop(spec, model=model, toolset=Toolset([look]), sink=journal)  # type: ignore[arg-type]
+    await loop.run("r", [Message.system("s"), Message.user("u")])
+    entries = journal.entries
+    answered = entries.index("message assistant")
+    assert entries[answered + 1] == "commit"
+    assert entries.index("event completion_checked") > answered + 1
+
+
+async def test_a_final_answer_without_checks_commits_with_the_end_of_the_run() -> None:
     model = ScriptedModel([reply("done")])
     journal = Journal()
     await loop_for(model, journal).run("r", [Message.system("s"), Message.user("u")])
     entries = journal.entries
-    answered = entries.index("message assistant")
-    assert entries[answered + 1] == "commit"
-    assert entries.index("event agent_message") > answered + 1
+    assert "commit" not in entries[entries.index("message assistant") :]

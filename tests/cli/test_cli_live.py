@@ -87,11 +87,13 @@ def test_follow_prints_events_live_and_ends_with_the_run(
     thinking = threading.Event()
 
     def script(body: Any) -> FakeReply:
-        thinking.wait(60)  # the model answers once the follower has shown the call
+        if len(body["messages"]) == 2:  # the first step: a call, committed before it runs
+            return FakeReply.tool_call("list_dir", {"path": "."})
+        thinking.wait(60)  # the second answer comes once the follower has shown the first step
         return FakeReply.text("followed to the end")
 
     with FakeOpenAIServer(script) as server:
-        model = ["--model", "openai:fake", "--base-url", server.base_url, "--tools", "none"]
+        model = ["--model", "openai:fake", "--base-url", server.base_url, "--tools", "list_dir"]
         submitted = subprocess.run(
             [HARNESS, "run", "--detach", *model, "say something"],
             env=env_for(tmp_path),
@@ -105,7 +107,7 @@ def test_follow_prints_events_live_and_ends_with_the_run(
         followed.wait_for('"run_submitted"')  # the follower was there before the run started
         worker, _ = start(tmp_path, "worker")
         stop_later.append(worker)
-        followed.wait_for('"model_called"')
+        followed.wait_for('"tool_started"')  # step 1, while the model thinks about step 2
         assert follower.poll() is None
         assert "run_finished" not in followed.text
         thinking.set()

@@ -321,3 +321,29 @@ async def test_the_time_budget_counts_the_time_executed_before_a_resume_or_takeo
             await harness.resume("run_timed")
         result = await harness.wait("run_timed")
     assert result.termination == termination
+
+
+async def test_a_run_followed_live_shows_each_step_before_its_model_answers(
+    tmp_path: Path,
+) -> None:
+    """`harness run` follows its run: its steps commit before each model call; a run nobody
+    follows commits a step with its reply (one commit fewer per step)."""
+    seen_during_call: dict[str, list[str]] = {}
+
+    async with Harness(settings(tmp_path)) as harness:
+
+        def agent(name: str) -> Agent:
+            async def answer(request: object) -> str:
+                (run,) = await harness.list(agent=name)
+                events = await harness.store.events(run.run_id)
+                seen_during_call[name] = [event.type for event in events]
+                return "done"
+
+            return Agent(name=name, model=FunctionModel(answer))
+
+        followed: list[RunEvent] = []
+        await harness.run(agent("followed"), "go", on_event=followed.append)
+        await harness.wait(await harness.submit(agent("alone"), "go"))
+    assert "model_called" in seen_during_call["followed"]
+    assert "model_called" not in seen_during_call["alone"]
+    assert [event.type for event in followed][-1] == "run_finished"

@@ -53,6 +53,11 @@ class AnswerChecks:
             verifier = ShellVerifier(verifier)
         self._verifier: Verifier | None = verifier
 
+    @property
+    def verifies(self) -> bool:
+        """Whether an answer is checked by a verifier (work that takes time)."""
+        return self._verifier is not None
+
     async def check(self, run: ActiveRun, text: str) -> Answer | None:
         """The accepted answer, or `None` when it was refused.
 

@@ -182,8 +182,6 @@ class ActiveRun:
         if dropped:
             message = dataclasses.replace(message, tool_calls=())
         message = self.append(message, reported=response.usage.output_tokens)
-        if not message.tool_calls:
-            await self._sink.commit()
         return message, dropped
 
     async def _unusable(self, tools: bool, answer: bool, dropped: Sequence[ToolCall]) -> Turn:
@@ -263,7 +261,10 @@ class ActiveRun:
         self._not_run(calls[len(runnable) :], stop.detail if stop else limit)
         verdict = self._failures.record(outcomes)
         hint = self._hint(verdict)
-        await self._sink.checkpoint()
+        if all(self._runner.repeatable(outcome.call) for outcome in outcomes):
+            await self._sink.boundary()  # results of calls safe to redo commit with the next step
+        else:
+            await self._sink.checkpoint()
         if stop is None and verdict is not None and verdict.action == "stop":
             stop = Stop(reason="repeated_failure", detail=verdict.text)
         kind = "stopped" if stop else "tools"
@@ -314,9 +315,9 @@ class ActiveRun:
             stream=self._stream,
             request_id=request.request_id,
         )
-        # Committed before the wait: watchers see only committed events, and a model
-        # call can take minutes.
-        await self._sink.commit()
+        # Before the wait: a reply not yet durable commits now (what it cost is never lost),
+        # and a run someone watches live commits so they see the step start.
+        await self._sink.announce()
         started = self._clock.monotonic()
         response = await (self._streamed(request) if self._stream else self._model.request(request))
         response = _cleaned(response)

@@ -168,6 +168,8 @@ class AgentLoop:
         verifier; a refusal adds a message that says why and returns `None`, and the
         strategy goes on.
         """
+        if self._checks.verifies:
+            await self._sink.commit()  # a check runs commands: the answer is durable first
         answer = await self._checks.check(run, text)
         run.emit("agent_message", step=run.steps, content=text, final=answer is not None)
         if answer is None:

@@ -102,6 +102,22 @@ class RunSink(EventSink, Protocol):
         """
         ...
 
+    async def boundary(self) -> None:
+        """A step boundary whose work is safe to redo after a crash (repeatable calls only).
+
+        Like `checkpoint` when the run is to stop here; otherwise what was recorded may
+        commit with the next step instead of now.
+        """
+        ...
+
+    async def announce(self) -> None:
+        """Before a long wait (a model call), commit if it matters.
+
+        Commit now when someone watches the run live, or when a model reply is not durable
+        yet; otherwise what was recorded may wait for the next commit.
+        """
+        ...
+
 
 def summarize(text: str | None, limit: int = SUMMARY_CHARS) -> str:
     """Shorten `text` to at most `limit` characters for an event, marking any cut."""

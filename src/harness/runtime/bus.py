@@ -124,6 +124,13 @@ class RunRecorder:
     async def checkpoint(self) -> None:
         """Nothing to commit: everything is kept in memory as it happens."""
 
+    async def boundary(self) -> None:
+        """A step boundary like any other (see `checkpoint`)."""
+        await self.checkpoint()
+
+    async def announce(self) -> None:
+        """Nothing to commit: events are published as they happen."""
+
     def emit(self, type: EventType, payload: Mapping[str, Any]) -> None:
         """Record one event of the run."""
         event = RunEvent(

@@ -76,6 +76,10 @@ class RunExecutor:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.streaming: set[str] = set()
+        """Agents whose runs stream their model's text (`Harness.run(stream=True)`)."""
+        self.watched: set[str] = set()
+        """Agents whose runs someone follows live (`Harness.run(on_event=...)`): their
+        steps commit before each model call, so the follower sees them start."""
         self.own: set[str] = set()
         """Runs submitted through this process's `Harness`."""
         self._adopt = adopt
@@ -307,6 +311,7 @@ class RunExecutor:
             owner=self._owner,
             pause_requested=lambda: handle.pause_requested,
             usage=record.usage,
+            watched=agent.name in self.watched,
         )
         loop = AgentLoop(
             agent,

@@ -248,6 +248,9 @@ class Harness:
                 self._executor.streaming.add(agent.name)  # kept while this call runs
         watcher = _Watcher(on_event) if on_event else None
         subscription = self.bus.attach(watcher) if watcher else None
+        if watcher and self._executor is not None:
+            self.register(agent)
+            self._executor.watched.add(agent.name)  # kept while this call runs
         try:
             run_id = await self.submit(agent, task)
             if watcher:
@@ -259,6 +262,8 @@ class Harness:
                 await subscription.close()
             if stream and self._executor is not None:
                 self._executor.streaming.discard(agent.name)
+            if watcher and self._executor is not None:
+                self._executor.watched.discard(agent.name)
 
     async def wait(
         self,

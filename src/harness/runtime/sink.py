@@ -43,6 +43,8 @@ class StoreSink:
         owner: The lease holder; a step commits only while the lease is still ours.
         pause_requested: Asked at each checkpoint; when true the run stops there.
         usage: Called for the run's usage so far at each checkpoint.
+        watched: Someone follows the run live (`harness run`): `announce` commits, so they
+            see a step start before its model call returns.
     """
 
     def __init__(
@@ -54,6 +56,7 @@ class StoreSink:
         owner: str,
         pause_requested: Callable[[], bool],
         usage: Usage | None = None,
+        watched: bool = False,
     ) -> None:
         self._store, self._bus, self.run_id, self._owner = store, bus, run_id, owner
         self._events: list[NewEvent] = []
@@ -64,6 +67,8 @@ class StoreSink:
         self._pause_requested = pause_requested
         self.usage = usage or Usage()
         self._usage_changed = False
+        self._watched = watched
+        self._unsaved_reply = False
 
     def emit(self, type: EventType, payload: Mapping[str, Any]) -> None:
         """Keep one event for the next commit, or publish a live-only one now."""
@@ -81,6 +86,7 @@ class StoreSink:
         if type in ("model_responded", "context_compacted"):  # a summary is a request too
             self.usage += usage_from_dict(payload.get("usage") or {})
             self._usage_changed = True
+            self._unsaved_reply = True
         elif type == "tool_completed" and payload.get("status") != "not_run":
             self.usage += Usage(tool_calls=1)
             self._usage_changed = True
@@ -111,6 +117,16 @@ class StoreSink:
         if self._pause_requested():
             raise RunInterrupted(f"run {self.run_id} paused at a step boundary")
 
+    async def boundary(self) -> None:
+        """Stop here if a pause was asked for (after committing); else commit later."""
+        if self._pause_requested():
+            await self.checkpoint()
+
+    async def announce(self) -> None:
+        """Commit before a model call when watched live or a reply is not durable yet."""
+        if self._watched or self._unsaved_reply:
+            await self.flush()
+
     async def flush(self, update: RunUpdate | None = None) -> None:
         """Commit everything kept so far, with `update` to the run's row."""
         kept = self._events or self._messages or self._audit or self._blobs
@@ -138,5 +154,6 @@ class StoreSink:
                 del self._blobs[key]
         self._state = None
         self._usage_changed = False
+        self._unsaved_reply = False
         for event in written:  # as the store numbered them: never an event that may be lost
             self._bus.publish(event)

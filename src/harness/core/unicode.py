@@ -45,16 +45,28 @@ def clean_json(value: _T) -> _T:
 def clean_message(message: Message) -> Message:
     """`message` with its text, reasoning, tool calls and provider data cleaned.
 
-    Returns the same object when there was nothing to clean.
+    Returns the same object when there was nothing to clean (the usual case, found
+    without copying anything).
     """
-    cleaned = dataclasses.replace(
+    if not _has_surrogate(message):
+        return message
+    return dataclasses.replace(
         message,
         content=None if message.content is None else clean_text(message.content),
         reasoning=None if message.reasoning is None else clean_text(message.reasoning),
         tool_calls=tuple(_clean_call(call) for call in message.tool_calls),
         provider_data=clean_json(message.provider_data),
     )
-    return message if cleaned == message else cleaned
+
+
+def _has_surrogate(message: Message) -> bool:
+    texts = [message.content or "", message.reasoning or ""]
+    texts += [part for call in message.tool_calls for part in (call.id, call.name, call.arguments)]
+    if any(_SURROGATE.search(text) for text in texts):
+        return True
+    return message.provider_data is not None and clean_json(message.provider_data) != (
+        message.provider_data
+    )
 
 
 def _clean_call(call: ToolCall) -> ToolCall:

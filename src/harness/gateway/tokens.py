@@ -40,6 +40,7 @@ _SPACE_DIGIT: Final = re.compile(r" (?=\d)")
 _SPACES: Final = re.compile(r"\s{2,}|[^\S ]")
 _SYMBOLS: Final = re.compile(r"[!-/:-@\[-`{-~]{1,2}")
 _SAMPLE_CHARS: Final = 4096
+_CACHED_CHARS: Final = 4096
 """Texts longer than four samples are estimated from three samples, scaled to their length."""
 
 MESSAGE_OVERHEAD: Final = 4.0
@@ -63,6 +64,8 @@ def estimate_text(text: str | None) -> float:
     """
     if not text:
         return 0.0
+    if len(text) <= _CACHED_CHARS:
+        return _estimate_cached(text)
     if len(text) <= 4 * _SAMPLE_CHARS:
         return _estimate_pieces(text)
     middle = (len(text) - _SAMPLE_CHARS) // 2
@@ -72,6 +75,16 @@ def estimate_text(text: str | None) -> float:
         text[-_SAMPLE_CHARS:],
     )
     return sum(_estimate_pieces(s) for s in samples) * len(text) / (3 * _SAMPLE_CHARS)
+
+
+@functools.lru_cache(maxsize=1024)
+def _estimate_cached(text: str) -> float:
+    """`_estimate_pieces` of a short text, remembered.
+
+    Every request of a run sends its system prompt, task and earlier messages again; at
+    most 1,024 texts of 4 KiB are kept.
+    """
+    return _estimate_pieces(text)
 
 
 @functools.cache

@@ -23,6 +23,7 @@ __all__ = [
     "StreamEvent",
     "TextDelta",
     "ToolCallDelta",
+    "WrapperModel",
     "close_model",
 ]
 
@@ -179,3 +180,31 @@ async def close_model(model: object) -> None:
     closer: Callable[[], Awaitable[object]] | None = getattr(model, "aclose", None)
     if closer is not None:
         await closer()
+
+
+class WrapperModel:
+    """Base of the models that wrap another (retries, limits, profiles, text tool calls).
+
+    The name is the inner model's, and closing the wrapper closes the inner model; a
+    subclass adds what it is for in `request` and `stream`.
+
+    Args:
+        inner: The wrapped model.
+    """
+
+    def __init__(self, inner: Model) -> None:
+        self._inner = inner
+
+    @property
+    def inner(self) -> Model:
+        """The wrapped model."""
+        return self._inner
+
+    @property
+    def name(self) -> str:
+        """The inner model's name."""
+        return self._inner.name
+
+    async def aclose(self) -> None:
+        """Close the inner model, if it holds connections."""
+        await close_model(self._inner)

@@ -13,7 +13,7 @@ from harness.gateway.model import (
     ModelSettings,
     ResponseDone,
     StreamEvent,
-    close_model,
+    WrapperModel,
 )
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def merge_settings(defaults: ModelSettings, settings: ModelSettings) -> ModelSet
     return ModelSettings(**values)
 
 
-class ProfiledModel:
+class ProfiledModel(WrapperModel):
     """A `Model` that serves requests the way its profile says.
 
     - The profile's sampling settings are the defaults of every request; a request's own
@@ -75,19 +75,9 @@ class ProfiledModel:
     """
 
     def __init__(self, inner: Model, profile: ModelProfile) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._profile = profile
         self._defaults = profile.settings
-
-    @property
-    def name(self) -> str:
-        """The inner model's name."""
-        return self._inner.name
-
-    @property
-    def inner(self) -> Model:
-        """The wrapped model."""
-        return self._inner
 
     @property
     def profile(self) -> ModelProfile:
@@ -118,10 +108,6 @@ class ProfiledModel:
         finally:
             if isinstance(events, AsyncGenerator):
                 await events.aclose()
-
-    async def aclose(self) -> None:
-        """Close the inner model, if it holds connections."""
-        await close_model(self._inner)
 
     def _with_defaults(self, request: ModelRequest) -> ModelRequest:
         settings = merge_settings(self._defaults, request.settings)

@@ -21,6 +21,7 @@ slow answers …).
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import socket
 import struct
@@ -383,7 +384,12 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
     def _reset(self) -> None:
-        """Close the socket with a TCP reset, as a crashed server or a proxy would."""
+        """Close the socket with a TCP reset, as a crashed server or a proxy would.
+
+        What was sent first reaches the client: a reset that overtakes data still in flight
+        would make the client lose it, and a test see a different fault than it asked for.
+        """
+        _drain(self.connection)
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         # The read side holds a reference to the socket: release it so close() is immediate.
         self.rfile.close()
@@ -502,3 +508,17 @@ def _json_or_none(raw: bytes) -> Any:
 
 def _as_dict(value: object) -> dict[str, Any]:
     return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+_SIOCOUTQ = 0x5411  # bytes in a socket's send queue not yet acknowledged by the peer
+
+
+def _drain(connection: socket.socket, limit_s: float = 2.0) -> None:
+    """Wait until the peer acknowledged everything sent, then a moment for it to read."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        unsent = struct.unpack("i", fcntl.ioctl(connection, _SIOCOUTQ, b"\0\0\0\0"))[0]
+        if unsent == 0:
+            break
+        time.sleep(0.001)
+    time.sleep(0.05)

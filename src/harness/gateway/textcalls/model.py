@@ -16,7 +16,7 @@ from harness.gateway.model import (
     ResponseDone,
     StreamEvent,
     TextDelta,
-    close_model,
+    WrapperModel,
 )
 from harness.gateway.textcalls._types import TextParse
 from harness.gateway.textcalls.base import TextFormat
@@ -33,7 +33,7 @@ from harness.gateway.wrappers._shared import closing
 __all__ = ["TextToolCallModel", "with_text_calls"]
 
 
-class TextToolCallModel:
+class TextToolCallModel(WrapperModel):
     """Wraps a model so that it calls tools by writing them as text.
 
     The tools are described in the system prompt (in the format's own syntax) and the
@@ -63,19 +63,10 @@ class TextToolCallModel:
         family: str | None = None,
         thinking_forced_open: bool = False,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.family = family if family is not None else inner.name
         self.format = resolve_format(format, model_family=self.family)
         self.thinking_forced_open = thinking_forced_open
-
-    @property
-    def name(self) -> str:
-        """The inner model's label."""
-        return self.inner.name
-
-    async def aclose(self) -> None:
-        """Close the inner model, if it holds connections."""
-        await close_model(self.inner)
 
     def prepare(self, request: ModelRequest) -> ModelRequest:
         """The request the inner model gets: no native tools, calls and results as text."""

@@ -37,7 +37,7 @@ from harness.gateway.model import (
     ResponseDone,
     StreamEvent,
     TextDelta,
-    close_model,
+    WrapperModel,
 )
 from harness.gateway.textcalls._scan import find_first
 from harness.gateway.textcalls._types import TextParse
@@ -64,7 +64,7 @@ def _blank(match: re.Match[str]) -> str:
     return " " * len(match.group())
 
 
-class TextCallRescueModel:
+class TextCallRescueModel(WrapperModel):
     """Wraps a natively tool-calling model so that calls written as text run too.
 
     Args:
@@ -78,18 +78,9 @@ class TextCallRescueModel:
     def __init__(
         self, inner: Model, *, family: str | None = None, thinking_forced_open: bool = False
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.format = resolve_format("auto", model_family=family or inner.name)
         self.thinking_forced_open = thinking_forced_open
-
-    @property
-    def name(self) -> str:
-        """The inner model's label."""
-        return self.inner.name
-
-    async def aclose(self) -> None:
-        """Close the inner model, if it holds connections."""
-        await close_model(self.inner)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send the request as it is, and rescue the calls written in the reply."""

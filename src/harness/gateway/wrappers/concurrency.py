@@ -8,7 +8,13 @@ from types import TracebackType
 from typing import Protocol
 
 from harness.errors import ConfigError
-from harness.gateway.model import Model, ModelRequest, ModelResponse, StreamEvent, close_model
+from harness.gateway.model import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    WrapperModel,
+)
 from harness.gateway.wrappers._shared import closing
 
 __all__ = ["ConcurrencyLimitedModel", "Limiter"]
@@ -32,7 +38,7 @@ class Limiter(Protocol):
         ...
 
 
-class ConcurrencyLimitedModel:
+class ConcurrencyLimitedModel(WrapperModel):
     """A `Model` that lets at most `limit` requests reach its inner model at once.
 
     Further requests wait for a slot, in arrival order. A stream holds its slot until it
@@ -56,18 +62,8 @@ class ConcurrencyLimitedModel:
             if limit < 1:
                 raise ConfigError(f"a concurrency limit must be at least 1, not {limit}")
             limit = asyncio.Semaphore(limit)
-        self._inner = inner
+        super().__init__(inner)
         self._limiter = limit
-
-    @property
-    def name(self) -> str:
-        """The inner model's name."""
-        return self._inner.name
-
-    @property
-    def inner(self) -> Model:
-        """The wrapped model."""
-        return self._inner
 
     @property
     def limiter(self) -> Limiter:
@@ -84,7 +80,3 @@ class ConcurrencyLimitedModel:
         async with self._limiter, closing(self._inner.stream(request)) as events:
             async for event in events:
                 yield event
-
-    async def aclose(self) -> None:
-        """Close the inner model, if it holds connections."""
-        await close_model(self._inner)

@@ -14,7 +14,13 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from harness.errors import ConfigError, ModelAPIError, ModelError
-from harness.gateway.model import Model, ModelRequest, ModelResponse, StreamEvent, close_model
+from harness.gateway.model import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    WrapperModel,
+)
 from harness.gateway.wrappers._shared import closing, error_fields, notify, with_request_id
 
 __all__ = ["RetryingModel"]
@@ -23,7 +29,7 @@ Sleep = Callable[[float], Awaitable[object]]
 """Waits the given seconds; `asyncio.sleep` unless a test injects its own."""
 
 
-class RetryingModel:
+class RetryingModel(WrapperModel):
     """A `Model` that retries its inner model's retryable failures, with backoff.
 
     Every attempt sends the same request id (one is made when the request has none), and
@@ -71,23 +77,13 @@ class RetryingModel:
                 f"max_retries={max_retries}, base_delay_s={base_delay_s}, "
                 f"max_delay_s={max_delay_s}, max_retry_after_s={max_retry_after_s}"
             )
-        self._inner = inner
+        super().__init__(inner)
         self.max_retries = max_retries
         self.base_delay_s = base_delay_s
         self.max_delay_s = max_delay_s
         self.max_retry_after_s = max_retry_after_s
         self._sleep = sleep
         self._random = random
-
-    @property
-    def name(self) -> str:
-        """The inner model's name."""
-        return self._inner.name
-
-    @property
-    def inner(self) -> Model:
-        """The wrapped model."""
-        return self._inner
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send the request until it succeeds or fails for good.
@@ -130,10 +126,6 @@ class RetryingModel:
                     raise
             await self._sleep(delay)
             attempt += 1
-
-    async def aclose(self) -> None:
-        """Close the inner model, if it holds connections."""
-        await close_model(self._inner)
 
     def _backoff_s(self, retry: int) -> float:
         """A wait before retry number `retry` (1-based), with full jitter."""

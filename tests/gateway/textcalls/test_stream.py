@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from harness.gateway.model import ReasoningDelta, TextDelta
 from harness.gateway.textcalls import TextCallStream
-from harness.gateway.textcalls._scan import ScanMemo, find_first
+from harness.gateway.textcalls._scan import ScanMemo, find_first, held_back
 
 
 def feed(reader: TextCallStream, *chunks: str) -> list[tuple[str, str]]:
@@ -182,3 +182,18 @@ def test_a_remembered_search_finds_what_a_fresh_one_finds(
         with memo:
             remembered = find_first(text[:end], markers, start)
         assert remembered == find_first(text[:end], markers, start)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    markers=st.sampled_from([*MARKER_SETS, ("a",), ("<tool_call>", "<tool_response>")]),
+    text=st.text(alphabet="<|abXY[]_tolc>", max_size=20),
+)
+def test_held_back_is_the_longest_end_that_may_begin_a_marker(
+    markers: tuple[str, ...], text: str
+) -> None:
+    beginnings = {m[:size] for m in markers for size in range(1, len(m))}
+    longest = max(
+        (size for size in range(1, len(text) + 1) if text[-size:] in beginnings), default=0
+    )
+    assert held_back(text, markers) == longest

@@ -41,10 +41,9 @@ class _Search(NamedTuple):
     searchers: tuple[str | re.Pattern[str], ...]
     width: int
     """The longest marker's length."""
-    firsts: frozenset[str]
-    """The markers' first characters."""
-    prefixes: frozenset[str]
-    """Every proper prefix of a marker: what may be a marker still arriving."""
+    arriving: re.Pattern[str]
+    """Any proper prefix of a marker at the end of a text: a marker that may be arriving.
+    Searched for, it is found where the longest such prefix starts."""
     combined: re.Pattern[str] | None
     """All markers in one pattern, longest first, when none is a single character: the
     quickest way through a short stretch of new text."""
@@ -63,12 +62,24 @@ def _searchers(markers: tuple[str, ...]) -> _Search:
             ordered = sorted(group, key=len, reverse=True)  # the longest of two at one place
             searchers.append(re.compile("|".join(map(re.escape, ordered))))
     width = max((len(m) for m in markers), default=0)
-    prefixes = frozenset(m[:size] for m in markers for size in range(1, len(m)))
     combined = None
     if markers and min(len(m) for m in markers) > 1:
         combined = re.compile("|".join(map(re.escape, sorted(markers, key=len, reverse=True))))
-    firsts = frozenset(m[0] for m in markers)
-    return _Search(tuple(searchers), width, firsts, prefixes, combined)
+    arriving = re.compile(f"(?:{_prefix_pattern(markers)})\\Z")
+    return _Search(tuple(searchers), width, arriving, combined)
+
+
+def _prefix_pattern(markers: Sequence[str]) -> str:
+    """A pattern for every proper prefix of the markers, as a tree of their characters."""
+    following: dict[str, list[str]] = {}
+    for marker in markers:
+        if len(marker) > 1:
+            following.setdefault(marker[0], []).append(marker[1:])
+    return "|".join(
+        re.escape(char)
+        + (f"(?:{_prefix_pattern(rests)})?" if any(len(r) > 1 for r in rests) else "")
+        for char, rests in sorted(following.items())
+    )
 
 
 class ScanMemo:
@@ -157,11 +168,8 @@ def _search(text: str, markers: tuple[str, ...], start: int) -> Found:
 def held_back(text: str, markers: Sequence[str]) -> int:
     """How many characters at the end of `text` could be the start of a marker."""
     search = _searchers(tuple(markers))
-    tail = text[max(0, len(text) - search.width + 1) :]
-    for index, char in enumerate(tail):
-        if char in search.firsts and tail[index:] in search.prefixes:
-            return len(tail) - index
-    return 0
+    found = search.arriving.search(text, max(0, len(text) - search.width + 1))
+    return 0 if found is None else len(text) - found.start()
 
 
 def settled_end(text: str, markers: Sequence[str], start: int = 0) -> int:

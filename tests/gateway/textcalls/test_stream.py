@@ -160,6 +160,26 @@ def test_the_search_for_markers_grows_with_the_reply_not_its_square(format: str)
     assert large / small < 2.5 * large_length / small_length
 
 
+def read_long(format: str, size: int) -> TextCallStream:
+    """A stream that read a reply of about `size` characters, fed 8 at a time."""
+    unit = "It is < 3 and [so] {on}; to be fine. "
+    prose = (unit * (size // len(unit)))[: size // 2]
+    call = '{"name": "f", "arguments": {"a": "' + prose.replace('"', "") + '"}}'
+    text = LONG_REPLIES[format].format(prose=prose, call=call)
+    reader = TextCallStream(format, model_family="Qwen2.5-7B-Instruct")
+    for start in range(0, len(text), 8):
+        reader.feed(text[start : start + 8])
+    return reader
+
+
+@pytest.mark.parametrize("format", list(LONG_REPLIES))
+def test_the_whole_text_is_read_again_at_markers_not_for_every_chunk(format: str) -> None:
+    """Between markers a chunk is read on its own, so a reply twice as long costs twice as much."""
+    small, large = read_long(format, 15_000), read_long(format, 30_000)
+    assert large.rereads == small.rereads <= 8
+    assert large.scanned < 2 * len(large.text)
+
+
 MARKER_SETS = [("<tool_call>", "</tool_call>", "<function="), ("<|a|>", "<|ab|>", "[X]", "[XY]")]
 
 

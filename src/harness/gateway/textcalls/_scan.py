@@ -3,9 +3,11 @@
 Markers that share their first two characters are found with one regular expression (a
 literal prefix the regex engine searches for quickly), the rest with `str.find`.
 
-While a reply streams, the formats read the whole text again for every chunk. Inside
-`with memo:` (a `ScanMemo`, which `TextCallStream` enters for each chunk), `find_first` goes on
-from where the same search over a shorter version of the same text stopped, so that the
+While a reply streams, a format says how the text it settled goes on (a `Quiet`), and
+`go_on` follows a chunk by looking only at the new text and the possible marker prefix
+before it. When a watched marker appears, the format reads the whole text again: inside
+`with memo:` (a `ScanMemo`, which `TextCallStream` enters then), `find_first` goes on from
+where the same search over a shorter version of the same text stopped, so that the
 searching a reply costs grows with its length, not with its square. A remembered search
 is reused only for a text that starts with the text it was made on.
 """
@@ -18,13 +20,18 @@ from contextvars import ContextVar, Token
 from functools import lru_cache
 from typing import Final, NamedTuple
 
+from harness.gateway.textcalls._types import Quiet, Watch
+
 __all__ = [
     "ScanMemo",
     "find_first",
+    "go_on",
     "held_back",
     "resume",
     "save",
     "settled_end",
+    "settled_span",
+    "watch",
 ]
 
 Found = tuple[int, str] | None
@@ -177,7 +184,35 @@ def settled_end(text: str, markers: Sequence[str], start: int = 0) -> int:
 
     That is at the first marker, or else before a possible marker prefix at the end.
     """
+    return settled_span(text, markers, start)[0]
+
+
+def settled_span(text: str, markers: Sequence[str], start: int = 0) -> tuple[int, bool]:
+    """As `settled_end`, and whether a marker ends the settled text there."""
     found = find_first(text, markers, start)
     if found is not None:
-        return found[0]
-    return max(start, len(text) - held_back(text, markers))
+        return found[0], True
+    return max(start, len(text) - held_back(text, markers)), False
+
+
+def watch(text: str, markers: Sequence[str], start: int = 0) -> Watch:
+    """Markers that are not in `text`, to look for in a longer text from where they may begin."""
+    return tuple(markers), max(start, len(text) - held_back(text, markers))
+
+
+def go_on(quiet: Quiet, text: str) -> Quiet | None:
+    """`quiet` for `text`, a longer version of the text it was made for.
+
+    `None` when a watched marker appears: then only reading the text again can tell.
+    Only the text from each watch's position on is looked at: the new text, and the
+    possible marker prefix before it.
+    """
+    watches: list[Watch] = []
+    end = len(text)
+    for markers, since in quiet.watch:
+        if _search(text, markers, since) is not None:
+            return None
+        since = len(text) - held_back(text[since:], markers)
+        watches.append((markers, since))
+        end = min(end, since)
+    return Quiet(quiet.grows, end, tuple(watches))

@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from harness.core.messages import Message, ToolCall
-from harness.gateway.textcalls._scan import find_first, settled_end
-from harness.gateway.textcalls._types import Body, ParseContext
+from harness.gateway.textcalls._scan import find_first, held_back
+from harness.gateway.textcalls._types import Body, ParseContext, Quiet, Settled
 from harness.gateway.textcalls.base import TextFormat
 from harness.gateway.textcalls.harmony import could_be_header
 from harness.gateway.textcalls.llama3 import PYTHON_TAG
 from harness.gateway.textcalls.pythonic import could_be_calls
-from harness.gateway.textcalls.reasoning import THINK_TAGS, opening, settled_reasoning
+from harness.gateway.textcalls.reasoning import THINK_TAGS, opening, settle_reasoning
 from harness.gateway.textcalls.registry import FORMATS
 
 __all__ = ["AutoFormat"]
@@ -128,21 +128,25 @@ class AutoFormat(TextFormat):
         """Read with the chosen format."""
         return self.resolve(text, context).read_answer(text, context)
 
-    def settled(self, text: str, context: ParseContext) -> tuple[str, str]:
+    def settle(self, text: str, context: ParseContext) -> Settled:
         """Text before every possible marker, once no format is certain yet."""
         chosen = self.choose(text, context, final=False)
         if chosen is not None:
-            return chosen.settled(text, context)
-        reasoning, rest = settled_reasoning(
+            return chosen.settle(text, context)
+        reasoning, rest, quiet = settle_reasoning(
             text, THINK_TAGS, forced_open=context.thinking_forced_open, markers=MARKERS
         )
-        content = "" if rest is None else _settled_answer(text[rest:])
+        content = ""
+        if rest is not None:
+            content, quiet = _settle_answer(text, rest)
         if self.fallback is not None:
             # Without a marker the family's format reads the reply: settle for both.
-            other_reasoning, other_content = self.fallback.settled(text, context)
-            reasoning = _common_prefix(reasoning, other_reasoning)
-            content = _common_prefix(content, other_content)
-        return reasoning, content
+            other = self.fallback.settle(text, context)
+            same = (reasoning, content) == (other.reasoning, other.content)
+            quiet = _both(quiet, other.quiet) if same else None
+            reasoning = _common_prefix(reasoning, other.reasoning)
+            content = _common_prefix(content, other.content)
+        return Settled(reasoning, content, quiet)
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         """Calls in the writer's form."""
@@ -171,13 +175,29 @@ def _region(text: str, context: ParseContext, final: bool) -> str | None:
     return text[start:] if final else None
 
 
-def _settled_answer(tail: str) -> str:
+def _settle_answer(text: str, start: int) -> tuple[str, Quiet | None]:
+    """The answer settled while no format is certain, and how it goes on."""
+    tail = text[start:]
     head = tail.lstrip()
     if not head or head.startswith("{") or could_be_calls(head) or could_be_header(head):
-        return ""
+        return "", None
     if PYTHON_TAG.startswith(head[: len(PYTHON_TAG)]):
-        return ""
-    return tail[: settled_end(tail, MARKERS)]
+        return "", None
+    found = find_first(tail, MARKERS)
+    if found is not None:  # a marker whose format is not certain yet
+        return tail[: found[0]], None
+    held = held_back(tail, MARKERS)
+    end = len(text) - held
+    return tail[: len(tail) - held], Quiet("content", end, ((MARKERS, end),))
+
+
+def _both(first: Quiet | None, second: Quiet | None) -> Quiet | None:
+    """How two readings that settle the same text go on together."""
+    if first is None or second is None or first.grows != second.grows:
+        return None
+    if first.grows is not None and first.end != second.end:
+        return None
+    return Quiet(first.grows, min(first.end, second.end), first.watch + second.watch)
 
 
 def _common_prefix(first: str, second: str) -> str:

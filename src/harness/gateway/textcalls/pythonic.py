@@ -20,7 +20,14 @@ from typing import Any, Final, cast
 from harness.core.messages import ToolCall
 from harness.gateway.textcalls._blocks import read_blocks
 from harness.gateway.textcalls._json import dumps
-from harness.gateway.textcalls._types import Body, CallItem, Item, MalformedCall, ParseContext
+from harness.gateway.textcalls._types import (
+    Body,
+    CallItem,
+    Item,
+    MalformedCall,
+    ParseContext,
+    Quiet,
+)
 from harness.gateway.textcalls.base import TextFormat, arguments_value
 
 __all__ = ["PythonicFormat", "could_be_calls", "read_calls"]
@@ -70,17 +77,23 @@ class PythonicFormat(TextFormat):
         body.content.append(text)
         return body
 
+    def settle_answer(self, text: str, start: int) -> tuple[str, Quiet | None]:
+        """Text before the first line that may start a list of calls."""
+        if not self._bare:
+            return self.answer_before_markers(text, start)
+        return self.settled_answer(text[start:]), None
+
     def settled_answer(self, text: str) -> str:
         """Text before the first line that may start a list of calls."""
         if not self._bare:
-            return super().settled_answer(text)
+            return self.answer_before_markers(text, 0)[0]
         for start in _list_lines(text):
             if could_be_calls(text[start:].lstrip(" \t")):
-                return super().settled_answer(text[:start])
+                return self.answer_before_markers(text[:start], 0)[0]
         last_line = text.rfind("\n") + 1
         if not text[last_line:].strip():  # the next character may start a list
-            return super().settled_answer(text[:last_line])
-        return super().settled_answer(text)
+            return self.answer_before_markers(text[:last_line], 0)[0]
+        return self.answer_before_markers(text, 0)[0]
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         """One list holding every call."""

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.gateway.model import ReasoningDelta, TextDelta
-from harness.gateway.textcalls import TextCallStream
+from harness.gateway.textcalls import FORMATS, TextCallStream
 from harness.gateway.textcalls._scan import ScanMemo, find_first, held_back
 
 
@@ -160,24 +160,41 @@ def test_the_search_for_markers_grows_with_the_reply_not_its_square(format: str)
     assert large / small < 2.5 * large_length / small_length
 
 
-def read_long(format: str, size: int) -> TextCallStream:
+THOUGHT_AND_ANSWER = "<think>{prose}</think>\n{prose}\nDone."
+LONG_READS = [
+    *((format, "Qwen2.5-7B-Instruct", reply) for format, reply in LONG_REPLIES.items()),
+    *((format, None, THOUGHT_AND_ANSWER) for format in sorted(FORMATS)),
+    ("auto", "Llama-4-Scout", THOUGHT_AND_ANSWER),
+    ("auto", "gpt-oss-20b", THOUGHT_AND_ANSWER),
+    ("command_r7b", None, "<|START_RESPONSE|>{prose}<|END_RESPONSE|>"),
+]
+
+
+def read_long(format: str, family: str | None, reply: str, size: int) -> TextCallStream:
     """A stream that read a reply of about `size` characters, fed 8 at a time."""
     unit = "It is < 3 and [so] {on}; to be fine. "
     prose = (unit * (size // len(unit)))[: size // 2]
     call = '{"name": "f", "arguments": {"a": "' + prose.replace('"', "") + '"}}'
-    text = LONG_REPLIES[format].format(prose=prose, call=call)
-    reader = TextCallStream(format, model_family="Qwen2.5-7B-Instruct")
+    text = reply.format(prose=prose, call=call)
+    reader = TextCallStream(format, model_family=family)
     for start in range(0, len(text), 8):
         reader.feed(text[start : start + 8])
     return reader
 
 
-@pytest.mark.parametrize("format", list(LONG_REPLIES))
-def test_the_whole_text_is_read_again_at_markers_not_for_every_chunk(format: str) -> None:
-    """Between markers a chunk is read on its own, so a reply twice as long costs twice as much."""
-    small, large = read_long(format, 15_000), read_long(format, 30_000)
-    assert large.rereads == small.rereads <= 8
-    assert large.scanned < 2 * len(large.text)
+@pytest.mark.parametrize(("format", "family", "reply"), LONG_READS)
+def test_the_whole_text_is_read_again_at_markers_not_for_every_chunk(
+    format: str, family: str | None, reply: str
+) -> None:
+    """Between markers (and new lines, for pythonic) a chunk is read on its own.
+
+    So the whole text is read again a few times, whatever its length, and the characters
+    searched for markers grow with it: reading it all for each chunk would search n²/16.
+    """
+    for size in (15_000, 30_000):
+        reader = read_long(format, family, reply, size)
+        assert reader.rereads <= 8
+        assert reader.scanned < 4 * len(reader.text)
 
 
 MARKER_SETS = [("<tool_call>", "</tool_call>", "<function="), ("<|a|>", "<|ab|>", "[X]", "[XY]")]

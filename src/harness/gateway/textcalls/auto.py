@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, Literal
 
 from harness.core.messages import Message, ToolCall
 from harness.gateway.textcalls._scan import find_first, held_back
@@ -139,14 +139,14 @@ class AutoFormat(TextFormat):
         content = ""
         if rest is not None:
             content, quiet = _settle_answer(text, rest)
-        if self.fallback is not None:
-            # Without a marker the family's format reads the reply: settle for both.
-            other = self.fallback.settle(text, context)
-            same = (reasoning, content) == (other.reasoning, other.content)
-            quiet = _both(quiet, other.quiet) if same else None
-            reasoning = _common_prefix(reasoning, other.reasoning)
-            content = _common_prefix(content, other.content)
-        return Settled(reasoning, content, quiet)
+        if self.fallback is None:
+            return Settled(reasoning, content, quiet)
+        # Without a marker the family's format reads the reply: settle for both.
+        mine, other = Settled(reasoning, content, quiet), self.fallback.settle(text, context)
+        both = Settled(
+            _common_prefix(reasoning, other.reasoning), _common_prefix(content, other.content)
+        )
+        return both._replace(quiet=_both(mine, other, both))
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         """Calls in the writer's form."""
@@ -191,13 +191,25 @@ def _settle_answer(text: str, start: int) -> tuple[str, Quiet | None]:
     return tail[: len(tail) - held], Quiet("content", end, ((MARKERS, end),))
 
 
-def _both(first: Quiet | None, second: Quiet | None) -> Quiet | None:
-    """How two readings that settle the same text go on together."""
-    if first is None or second is None or first.grows != second.grows:
+def _both(first: Settled, second: Settled, both: Settled) -> Quiet | None:
+    """How what two readings have in common (`both`) goes on, when they can tell."""
+    if first.quiet is None or second.quiet is None:
         return None
-    if first.grows is not None and first.end != second.end:
-        return None
-    return Quiet(first.grows, min(first.end, second.end), first.watch + second.watch)
+    watch = first.quiet.watch + second.quiet.watch
+    end = min(first.quiet.end, second.quiet.end)
+    grows = first.quiet.grows
+    if first[:2] == second[:2] and grows == second.quiet.grows:
+        if grows is None or first.quiet.end == second.quiet.end:
+            return Quiet(grows, end, watch)
+    for reading in (first, second):  # a common part that stops short of a growing one stays
+        part = reading.quiet.grows if reading.quiet else None
+        if part is not None and len(_part(reading, part)) <= len(_part(both, part)):
+            return None
+    return Quiet(None, end, watch)
+
+
+def _part(settled: Settled, part: Literal["reasoning", "content"]) -> str:
+    return settled.reasoning if part == "reasoning" else settled.content
 
 
 def _common_prefix(first: str, second: str) -> str:

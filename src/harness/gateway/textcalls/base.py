@@ -94,9 +94,10 @@ class TextFormat(ABC):
             return cleaned[: found[0]], Quiet(None, len(text), ())
         held = held_back(cleaned, watched)
         content = cleaned[: len(cleaned) - held]
-        if len(cleaned) != len(answer):  # tokens were dropped: the answer is no slice of `text`
-            return content, None
         end = len(text) - held
+        dropped = len(answer) - len(cleaned)
+        if dropped and not _dropped_before(answer, self.hidden, dropped, end - start):
+            return content, None  # the answer does not go on as the text does
         return content, Quiet("content", end, ((watched, end),))
 
     def unhide(self, text: str) -> str:
@@ -120,6 +121,13 @@ class TextFormat(ABC):
     def results_intro(self) -> str:
         """How the instructions describe the way results come back."""
         return "inside <tool_result> tags"
+
+
+def _dropped_before(text: str, tokens: Sequence[str], dropped: int, end: int) -> bool:
+    """Whether the `dropped` characters were just the tokens' own places, all before `end`."""
+    if sum(text.count(t) * len(t) for t in tokens) != dropped:
+        return False  # dropping one token made another
+    return all(text.rfind(t) + len(t) <= end for t in tokens if t in text)
 
 
 def arguments_value(arguments: str) -> tuple[Any, bool]:

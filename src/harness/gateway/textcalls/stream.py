@@ -75,9 +75,8 @@ class TextCallStream:
 
     def feed(self, chunk: str) -> list[Delta]:
         """Take the next chunk; return the answer and reasoning text it settled."""
-        text = self._text
-        self._text = ""  # the only reference left is `text`, so `+=` can extend it in place
-        text += chunk
+        text, self._text = self._text, ""
+        text += chunk  # in place, as `text` holds the only reference
         self._text = text
         if self._quiet is not None:
             before = self._quiet
@@ -146,13 +145,11 @@ class TextCallStream:
             return []
         self._blank = added[len(new) :]
         if reasoning:
-            sent = self._sent_reasoning
-            self._sent_reasoning = ""
-            sent += new
+            sent, self._sent_reasoning = self._sent_reasoning, ""
+            sent += new  # in place, as above
             self._sent_reasoning = sent
             return [ReasoningDelta(text=new)]
-        sent = self._sent_content
-        self._sent_content: str = ""
+        sent, self._sent_content = self._sent_content, ""
         sent += new
         self._sent_content = sent
         return [TextDelta(text=new)]

@@ -200,19 +200,26 @@ def watch(text: str, markers: Sequence[str], start: int = 0) -> Watch:
     return tuple(markers), max(start, len(text) - held_back(text, markers))
 
 
-def go_on(quiet: Quiet, text: str) -> Quiet | None:
-    """`quiet` for `text`, a longer version of the text it was made for.
+def go_on(quiet: Quiet, text: str) -> tuple[Quiet, int] | None:
+    """`quiet` for `text`, a longer text than it was made for; and how much of it was looked at.
 
     `None` when a watched marker appears: then only reading the text again can tell.
     Only the text from each watch's position on is looked at: the new text, and the
     possible marker prefix before it.
     """
     watches: list[Watch] = []
-    end = len(text)
+    end = length = len(text)
+    looked = 0
     for markers, since in quiet.watch:
-        if _search(text, markers, since) is not None:
+        search = _searchers(markers)
+        if search.combined is not None and length - since <= _SHORT:
+            if search.combined.search(text, since) is not None:
+                return None
+        elif _search(text, markers, since) is not None:
             return None
-        since = len(text) - held_back(text[since:], markers)
+        looked += length - since
+        arriving = search.arriving.search(text, max(since, length - search.width + 1))
+        since = length if arriving is None else arriving.start()
         watches.append((markers, since))
         end = min(end, since)
-    return Quiet(quiet.grows, end, tuple(watches))
+    return Quiet(quiet.grows, end, tuple(watches)), looked

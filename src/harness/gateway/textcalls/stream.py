@@ -79,11 +79,12 @@ class TextCallStream:
         text += chunk  # in place, as `text` holds the only reference
         self._text = text
         if self._quiet is not None:
-            before = self._quiet
-            self._quiet = go_on(before, text)
-            if self._quiet is not None:
-                self._read_chunk += len(text) - min((s for _, s in before.watch), default=len(text))
-                return self._grow(text[before.end : self._quiet.end])
+            went_on = go_on(self._quiet, text)
+            if went_on is not None:
+                end = self._quiet.end
+                self._quiet, looked = went_on
+                self._read_chunk += looked
+                return self._grow(text[end : self._quiet.end])
         return self._reread()
 
     def snapshot(self) -> TextParse:

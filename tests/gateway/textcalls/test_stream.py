@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.gateway.model import ReasoningDelta, TextDelta
-from harness.gateway.textcalls import TextCallStream
-from harness.gateway.textcalls._scan import ScanMemo, find_first
+from harness.gateway.textcalls import FORMATS, TextCallStream
+from harness.gateway.textcalls._scan import ScanMemo, find_first, held_back
 
 
 def feed(reader: TextCallStream, *chunks: str) -> list[tuple[str, str]]:
@@ -160,6 +160,43 @@ def test_the_search_for_markers_grows_with_the_reply_not_its_square(format: str)
     assert large / small < 2.5 * large_length / small_length
 
 
+THOUGHT_AND_ANSWER = "<think>{prose}</think>\n{prose}\nDone."
+LONG_READS = [
+    *((format, "Qwen2.5-7B-Instruct", reply) for format, reply in LONG_REPLIES.items()),
+    *((format, None, THOUGHT_AND_ANSWER) for format in sorted(FORMATS)),
+    ("auto", "Llama-4-Scout", THOUGHT_AND_ANSWER),
+    ("auto", "gpt-oss-20b", THOUGHT_AND_ANSWER),
+    ("command_r7b", None, "<|START_RESPONSE|>{prose}<|END_RESPONSE|>"),
+]
+
+
+def read_long(format: str, family: str | None, reply: str, size: int) -> TextCallStream:
+    """A stream that read a reply of about `size` characters, fed 8 at a time."""
+    unit = "It is < 3 and [so] {on}; to be fine. "
+    prose = (unit * (size // len(unit)))[: size // 2]
+    call = '{"name": "f", "arguments": {"a": "' + prose.replace('"', "") + '"}}'
+    text = reply.format(prose=prose, call=call)
+    reader = TextCallStream(format, model_family=family)
+    for start in range(0, len(text), 8):
+        reader.feed(text[start : start + 8])
+    return reader
+
+
+@pytest.mark.parametrize(("format", "family", "reply"), LONG_READS)
+def test_the_whole_text_is_read_again_at_markers_not_for_every_chunk(
+    format: str, family: str | None, reply: str
+) -> None:
+    """Between markers (and new lines, for pythonic) a chunk is read on its own.
+
+    So the whole text is read again a few times, whatever its length, and the characters
+    searched for markers grow with it: reading it all for each chunk would search n²/16.
+    """
+    for size in (15_000, 30_000):
+        reader = read_long(format, family, reply, size)
+        assert reader.rereads <= 8
+        assert reader.scanned < 4 * len(reader.text)
+
+
 MARKER_SETS = [("<tool_call>", "</tool_call>", "<function="), ("<|a|>", "<|ab|>", "[X]", "[XY]")]
 
 
@@ -182,3 +219,18 @@ def test_a_remembered_search_finds_what_a_fresh_one_finds(
         with memo:
             remembered = find_first(text[:end], markers, start)
         assert remembered == find_first(text[:end], markers, start)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    markers=st.sampled_from([*MARKER_SETS, ("a",), ("<tool_call>", "<tool_response>")]),
+    text=st.text(alphabet="<|abXY[]_tolc>", max_size=20),
+)
+def test_held_back_is_the_longest_end_that_may_begin_a_marker(
+    markers: tuple[str, ...], text: str
+) -> None:
+    beginnings = {m[:size] for m in markers for size in range(1, len(m))}
+    longest = max(
+        (size for size in range(1, len(text) + 1) if text[-size:] in beginnings), default=0
+    )
+    assert held_back(text, markers) == longest

@@ -7,7 +7,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from harness.gateway.model import ReasoningDelta, TextDelta
-from harness.gateway.textcalls import FORMATS, TextCallStream, parse_text
+from harness.gateway.textcalls import FORMATS, TextCallStream, parse_text, resolve_format
+from harness.gateway.textcalls._types import ParseContext
 from harness.gateway.textcalls.auto import MARKERS
 
 from .corpus import cut
@@ -94,3 +95,55 @@ def test_deltas_add_up_to_the_final_message(
     assert "".join(d.text for d in deltas if isinstance(d, ReasoningDelta)) == (
         parsed.reasoning or ""
     )
+
+
+def settled_by_reading_again(
+    target: str, chunks: list[str], forced_open: bool
+) -> list[tuple[str, str]]:
+    """What each chunk settles when the format reads the whole text so far every time."""
+    format, _, family = target.partition(":")
+    chosen = resolve_format(format, model_family=family or None)
+    context = ParseContext(thinking_forced_open=forced_open)
+    text, sent_answer, sent_reasoning = "", "", ""
+    released: list[tuple[str, str]] = []
+    for chunk in chunks:
+        text += chunk
+        reasoning, answer = (part.strip() for part in chosen.settled(text, context))
+        new_answer = new_reasoning = ""
+        if len(answer) > len(sent_answer) and answer.startswith(sent_answer):
+            new_answer, sent_answer = answer[len(sent_answer) :], answer
+        if len(reasoning) > len(sent_reasoning) and reasoning.startswith(sent_reasoning):
+            new_reasoning, sent_reasoning = reasoning[len(sent_reasoning) :], reasoning
+        released.append((new_answer, new_reasoning))
+    return released
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@settings(max_examples=150, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(PIECES), max_size=14),
+    step=st.integers(1, 6),
+    points=st.lists(st.integers(0, 400), max_size=6),
+    forced_open=st.booleans(),
+)
+@example(
+    pieces=["<think>", "Hello", " ", "world.", "</think>", "Hello"],
+    step=1,
+    points=[],
+    forced_open=False,
+)
+def test_each_chunk_settles_what_reading_the_whole_text_again_settles(
+    target: str, pieces: list[str], step: int, points: list[int], forced_open: bool
+) -> None:
+    """The stream reads only the new text while it can: chunk by chunk, it hands out the same."""
+    format, _, family = target.partition(":")
+    text = "".join(pieces)
+    chunks = cut(text, [*range(0, len(text), step), *points])
+    reader = TextCallStream(format, model_family=family or None, thinking_forced_open=forced_open)
+    released: list[tuple[str, str]] = []
+    for chunk in chunks:
+        deltas = reader.feed(chunk)
+        answer = "".join(d.text for d in deltas if isinstance(d, TextDelta))
+        reasoning = "".join(d.text for d in deltas if isinstance(d, ReasoningDelta))
+        released.append((answer, reasoning))
+    assert released == settled_by_reading_again(target, chunks, forced_open)

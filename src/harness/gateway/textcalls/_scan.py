@@ -3,9 +3,11 @@
 Markers that share their first two characters are found with one regular expression (a
 literal prefix the regex engine searches for quickly), the rest with `str.find`.
 
-While a reply streams, the formats read the whole text again for every chunk. Inside
-`with memo:` (a `ScanMemo`, which `TextCallStream` enters for each chunk), `find_first` goes on
-from where the same search over a shorter version of the same text stopped, so that the
+While a reply streams, a format says how the text it settled goes on (a `Quiet`), and
+`go_on` follows a chunk by looking only at the new text and the possible marker prefix
+before it. When a watched marker appears, the format reads the whole text again: inside
+`with memo:` (a `ScanMemo`, which `TextCallStream` enters then), `find_first` goes on from
+where the same search over a shorter version of the same text stopped, so that the
 searching a reply costs grows with its length, not with its square. A remembered search
 is reused only for a text that starts with the text it was made on.
 """
@@ -18,13 +20,18 @@ from contextvars import ContextVar, Token
 from functools import lru_cache
 from typing import Final, NamedTuple
 
+from harness.gateway.textcalls._types import Quiet, Watch
+
 __all__ = [
     "ScanMemo",
     "find_first",
+    "go_on",
     "held_back",
     "resume",
     "save",
     "settled_end",
+    "settled_span",
+    "watch",
 ]
 
 Found = tuple[int, str] | None
@@ -41,10 +48,9 @@ class _Search(NamedTuple):
     searchers: tuple[str | re.Pattern[str], ...]
     width: int
     """The longest marker's length."""
-    firsts: frozenset[str]
-    """The markers' first characters."""
-    prefixes: frozenset[str]
-    """Every proper prefix of a marker: what may be a marker still arriving."""
+    arriving: re.Pattern[str]
+    """Any proper prefix of a marker at the end of a text: a marker that may be arriving.
+    Searched for, it is found where the longest such prefix starts."""
     combined: re.Pattern[str] | None
     """All markers in one pattern, longest first, when none is a single character: the
     quickest way through a short stretch of new text."""
@@ -63,12 +69,24 @@ def _searchers(markers: tuple[str, ...]) -> _Search:
             ordered = sorted(group, key=len, reverse=True)  # the longest of two at one place
             searchers.append(re.compile("|".join(map(re.escape, ordered))))
     width = max((len(m) for m in markers), default=0)
-    prefixes = frozenset(m[:size] for m in markers for size in range(1, len(m)))
     combined = None
     if markers and min(len(m) for m in markers) > 1:
         combined = re.compile("|".join(map(re.escape, sorted(markers, key=len, reverse=True))))
-    firsts = frozenset(m[0] for m in markers)
-    return _Search(tuple(searchers), width, firsts, prefixes, combined)
+    arriving = re.compile(f"(?:{_prefix_pattern(markers)})\\Z")
+    return _Search(tuple(searchers), width, arriving, combined)
+
+
+def _prefix_pattern(markers: Sequence[str]) -> str:
+    """A pattern for every proper prefix of the markers, as a tree of their characters."""
+    following: dict[str, list[str]] = {}
+    for marker in markers:
+        if len(marker) > 1:
+            following.setdefault(marker[0], []).append(marker[1:])
+    return "|".join(
+        re.escape(char)
+        + (f"(?:{_prefix_pattern(rests)})?" if any(len(r) > 1 for r in rests) else "")
+        for char, rests in sorted(following.items())
+    )
 
 
 class ScanMemo:
@@ -157,11 +175,8 @@ def _search(text: str, markers: tuple[str, ...], start: int) -> Found:
 def held_back(text: str, markers: Sequence[str]) -> int:
     """How many characters at the end of `text` could be the start of a marker."""
     search = _searchers(tuple(markers))
-    tail = text[max(0, len(text) - search.width + 1) :]
-    for index, char in enumerate(tail):
-        if char in search.firsts and tail[index:] in search.prefixes:
-            return len(tail) - index
-    return 0
+    found = search.arriving.search(text, max(0, len(text) - search.width + 1))
+    return 0 if found is None else len(text) - found.start()
 
 
 def settled_end(text: str, markers: Sequence[str], start: int = 0) -> int:
@@ -169,7 +184,42 @@ def settled_end(text: str, markers: Sequence[str], start: int = 0) -> int:
 
     That is at the first marker, or else before a possible marker prefix at the end.
     """
+    return settled_span(text, markers, start)[0]
+
+
+def settled_span(text: str, markers: Sequence[str], start: int = 0) -> tuple[int, bool]:
+    """As `settled_end`, and whether a marker ends the settled text there."""
     found = find_first(text, markers, start)
     if found is not None:
-        return found[0]
-    return max(start, len(text) - held_back(text, markers))
+        return found[0], True
+    return max(start, len(text) - held_back(text, markers)), False
+
+
+def watch(text: str, markers: Sequence[str], start: int = 0) -> Watch:
+    """Markers that are not in `text`, to look for in a longer text from where they may begin."""
+    return tuple(markers), max(start, len(text) - held_back(text, markers))
+
+
+def go_on(quiet: Quiet, text: str) -> tuple[Quiet, int] | None:
+    """`quiet` for `text`, a longer text than it was made for; and how much of it was looked at.
+
+    `None` when a watched marker appears: then only reading the text again can tell.
+    Only the text from each watch's position on is looked at: the new text, and the
+    possible marker prefix before it.
+    """
+    watches: list[Watch] = []
+    end = length = len(text)
+    looked = 0
+    for markers, since in quiet.watch:
+        search = _searchers(markers)
+        if search.combined is not None and length - since <= _SHORT:
+            if search.combined.search(text, since) is not None:
+                return None
+        elif _search(text, markers, since) is not None:
+            return None
+        looked += length - since
+        arriving = search.arriving.search(text, max(since, length - search.width + 1))
+        since = length if arriving is None else arriving.start()
+        watches.append((markers, since))
+        end = min(end, since)
+    return Quiet(quiet.grows, end, tuple(watches)), looked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
 
 from harness.core.messages import ToolCall, ToolDefinition
 
@@ -13,6 +14,8 @@ __all__ = [
     "MalformedCall",
     "ParseContext",
     "PartialCall",
+    "Quiet",
+    "Settled",
     "TextParse",
 ]
 
@@ -99,3 +102,30 @@ class Body:
     content: list[str] = field(default_factory=lambda: [])
     reasoning: list[str] = field(default_factory=lambda: [])
     items: list[Item] = field(default_factory=lambda: [])
+
+
+Watch = tuple[tuple[str, ...], int]
+"""Markers, and where in the text to look for them."""
+
+
+class Quiet(NamedTuple):
+    """How the settled text goes on while a reply grows without certain markers.
+
+    As long as none of the markers of `watch` appears at or after its position, a longer
+    text settles the same reasoning and answer, except that the part named by `grows`
+    takes the new text from `end` on, up to where one of those markers may be beginning.
+    """
+
+    grows: Literal["reasoning", "content"] | None
+    end: int
+    """Where in the text the growing part ends so far."""
+    watch: tuple[Watch, ...]
+
+
+class Settled(NamedTuple):
+    """What a format settles of a reply still arriving (see `TextFormat.settle`)."""
+
+    reasoning: str
+    content: str
+    quiet: Quiet | None = None
+    """How it goes on for a longer text; `None` when only reading it again can tell."""

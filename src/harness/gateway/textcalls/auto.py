@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, Literal
 
 from harness.core.messages import Message, ToolCall
-from harness.gateway.textcalls._scan import find_first, settled_end
-from harness.gateway.textcalls._types import Body, ParseContext
+from harness.gateway.textcalls._scan import find_first, held_back
+from harness.gateway.textcalls._types import Body, ParseContext, Quiet, Settled
 from harness.gateway.textcalls.base import TextFormat
 from harness.gateway.textcalls.harmony import could_be_header
 from harness.gateway.textcalls.llama3 import PYTHON_TAG
 from harness.gateway.textcalls.pythonic import could_be_calls
-from harness.gateway.textcalls.reasoning import THINK_TAGS, opening, settled_reasoning
+from harness.gateway.textcalls.reasoning import THINK_TAGS, opening, settle_reasoning
 from harness.gateway.textcalls.registry import FORMATS
 
 __all__ = ["AutoFormat"]
@@ -128,21 +128,25 @@ class AutoFormat(TextFormat):
         """Read with the chosen format."""
         return self.resolve(text, context).read_answer(text, context)
 
-    def settled(self, text: str, context: ParseContext) -> tuple[str, str]:
+    def settle(self, text: str, context: ParseContext) -> Settled:
         """Text before every possible marker, once no format is certain yet."""
         chosen = self.choose(text, context, final=False)
         if chosen is not None:
-            return chosen.settled(text, context)
-        reasoning, rest = settled_reasoning(
+            return chosen.settle(text, context)
+        reasoning, rest, quiet = settle_reasoning(
             text, THINK_TAGS, forced_open=context.thinking_forced_open, markers=MARKERS
         )
-        content = "" if rest is None else _settled_answer(text[rest:])
-        if self.fallback is not None:
-            # Without a marker the family's format reads the reply: settle for both.
-            other_reasoning, other_content = self.fallback.settled(text, context)
-            reasoning = _common_prefix(reasoning, other_reasoning)
-            content = _common_prefix(content, other_content)
-        return reasoning, content
+        content = ""
+        if rest is not None:
+            content, quiet = _settle_answer(text, rest)
+        if self.fallback is None:
+            return Settled(reasoning, content, quiet)
+        # Without a marker the family's format reads the reply: settle for both.
+        mine, other = Settled(reasoning, content, quiet), self.fallback.settle(text, context)
+        both = Settled(
+            _common_prefix(reasoning, other.reasoning), _common_prefix(content, other.content)
+        )
+        return both._replace(quiet=_both(mine, other, both))
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         """Calls in the writer's form."""
@@ -171,13 +175,41 @@ def _region(text: str, context: ParseContext, final: bool) -> str | None:
     return text[start:] if final else None
 
 
-def _settled_answer(tail: str) -> str:
+def _settle_answer(text: str, start: int) -> tuple[str, Quiet | None]:
+    """The answer settled while no format is certain, and how it goes on."""
+    tail = text[start:]
     head = tail.lstrip()
     if not head or head.startswith("{") or could_be_calls(head) or could_be_header(head):
-        return ""
+        return "", None
     if PYTHON_TAG.startswith(head[: len(PYTHON_TAG)]):
-        return ""
-    return tail[: settled_end(tail, MARKERS)]
+        return "", None
+    found = find_first(tail, MARKERS)
+    if found is not None:  # a marker whose format is not certain yet
+        return tail[: found[0]], None
+    held = held_back(tail, MARKERS)
+    end = len(text) - held
+    return tail[: len(tail) - held], Quiet("content", end, ((MARKERS, end),))
+
+
+def _both(first: Settled, second: Settled, both: Settled) -> Quiet | None:
+    """How what two readings have in common (`both`) goes on, when they can tell."""
+    if first.quiet is None or second.quiet is None:
+        return None
+    watch = first.quiet.watch + second.quiet.watch
+    end = min(first.quiet.end, second.quiet.end)
+    grows = first.quiet.grows
+    if first[:2] == second[:2] and grows == second.quiet.grows:
+        if grows is None or first.quiet.end == second.quiet.end:
+            return Quiet(grows, end, watch)
+    for reading in (first, second):  # a common part that stops short of a growing one stays
+        part = reading.quiet.grows if reading.quiet else None
+        if part is not None and len(_part(reading, part)) <= len(_part(both, part)):
+            return None
+    return Quiet(None, end, watch)
+
+
+def _part(settled: Settled, part: Literal["reasoning", "content"]) -> str:
+    return settled.reasoning if part == "reasoning" else settled.content
 
 
 def _common_prefix(first: str, second: str) -> str:

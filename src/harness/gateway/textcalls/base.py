@@ -13,12 +13,12 @@ from typing import Any
 
 from harness.core.messages import Message, ToolCall
 from harness.gateway.textcalls._json import dumps, loads
-from harness.gateway.textcalls._scan import settled_end
-from harness.gateway.textcalls._types import Body, ParseContext
+from harness.gateway.textcalls._scan import find_first, held_back
+from harness.gateway.textcalls._types import Body, ParseContext, Quiet, Settled
 from harness.gateway.textcalls.reasoning import (
     THINK_TAGS,
     TagPair,
-    settled_reasoning,
+    settle_reasoning,
     split_reasoning,
 )
 
@@ -60,18 +60,45 @@ class TextFormat(ABC):
 
         Each is a prefix of what `read` gives for any continuation of `text`.
         """
-        reasoning, rest = settled_reasoning(
+        settled = self.settle(text, context)
+        return settled.reasoning, settled.content
+
+    def settle(self, text: str, context: ParseContext) -> Settled:
+        """As `settled`, and how a longer text settles, so that it need not be read again."""
+        reasoning, rest, quiet = settle_reasoning(
             text,
             self.think_tags,
             forced_open=context.thinking_forced_open,
             markers=self.markers,
         )
-        return reasoning, "" if rest is None else self.settled_answer(text[rest:])
+        if rest is None:
+            return Settled(reasoning, "", quiet)
+        content, quiet = self.settle_answer(text, rest)
+        return Settled(reasoning, content, quiet)
 
     def settled_answer(self, text: str) -> str:
         """The settled answer text of `text` (the part after reasoning)."""
-        cleaned = self.unhide(text)
-        return cleaned[: settled_end(cleaned, (*self.markers, *self.hidden))]
+        return self.settle_answer(text, 0)[0]
+
+    def settle_answer(self, text: str, start: int) -> tuple[str, Quiet | None]:
+        """The settled answer of `text[start:]`, and how it goes on (`None`: unknown)."""
+        return self.answer_before_markers(text, start)
+
+    def answer_before_markers(self, text: str, start: int) -> tuple[str, Quiet | None]:
+        """The answer in `text[start:]` before anything that may be a marker."""
+        answer = text[start:]
+        cleaned = self.unhide(answer)
+        watched = (*self.markers, *self.hidden)
+        found = find_first(cleaned, watched)
+        if found is not None:  # nothing after the first call is answer text yet
+            return cleaned[: found[0]], Quiet(None, len(text), ())
+        held = held_back(cleaned, watched)
+        content = cleaned[: len(cleaned) - held]
+        end = len(text) - held
+        dropped = len(answer) - len(cleaned)
+        if dropped and not _dropped_before(answer, self.hidden, dropped, end - start):
+            return content, None  # the answer does not go on as the text does
+        return content, Quiet("content", end, ((watched, end),))
 
     def unhide(self, text: str) -> str:
         """`text` without the tokens that wrap the answer."""
@@ -94,6 +121,13 @@ class TextFormat(ABC):
     def results_intro(self) -> str:
         """How the instructions describe the way results come back."""
         return "inside <tool_result> tags"
+
+
+def _dropped_before(text: str, tokens: Sequence[str], dropped: int, end: int) -> bool:
+    """Whether the `dropped` characters were just the tokens' own places, all before `end`."""
+    if sum(text.count(t) * len(t) for t in tokens) != dropped:
+        return False  # dropping one token made another
+    return all(text.rfind(t) + len(t) <= end for t in tokens if t in text)
 
 
 def arguments_value(arguments: str) -> tuple[Any, bool]:

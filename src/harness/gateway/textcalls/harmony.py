@@ -18,10 +18,17 @@ from typing import Final, Literal, cast
 
 from harness.core.messages import ToolCall
 from harness.gateway.textcalls._objects import named_call
-from harness.gateway.textcalls._scan import find_first, resume, save, settled_end
-from harness.gateway.textcalls._types import Body, Item, MalformedCall, ParseContext
+from harness.gateway.textcalls._scan import find_first, resume, save, settled_span, watch
+from harness.gateway.textcalls._types import (
+    Body,
+    Item,
+    MalformedCall,
+    ParseContext,
+    Quiet,
+    Settled,
+)
 from harness.gateway.textcalls.base import TextFormat, arguments_text
-from harness.gateway.textcalls.reasoning import settled_reasoning
+from harness.gateway.textcalls.reasoning import settle_reasoning
 
 __all__ = ["HarmonyFormat", "could_be_header"]
 
@@ -166,23 +173,30 @@ class HarmonyFormat(TextFormat):
         body.content = ["\n\n".join(p.strip() for p in body.content if p.strip())]
         return body
 
-    def settled(self, text: str, context: ParseContext) -> tuple[str, str]:
+    def settle(self, text: str, context: ParseContext) -> Settled:
         """Whole messages, and the body of an answer or analysis message still arriving."""
-        thought, rest = settled_reasoning(
+        thought, rest, quiet = settle_reasoning(
             text, self.think_tags, forced_open=context.thinking_forced_open, markers=TOKENS
         )
         if rest is None:
-            return thought, ""
+            return Settled(thought, "", quiet)
         splitter, body = _whole_messages(text[rest:], context)
         reasoning = [p.strip() for p in [thought, *body.reasoning] if p.strip()]
         content = [p.strip() for p in body.content if p.strip()]
         destination = _destination(splitter.header) if splitter.state == "body" else "call"
+        quiet = Quiet(None, len(text), (watch(text, TOKENS),))  # until the next token
         if destination != "call":  # the body of a message still arriving
             tail = splitter.text[splitter.segment :]
-            piece = tail[: settled_end(tail, TOKENS)].lstrip()
+            end, marked = settled_span(tail, TOKENS)
+            piece = tail[:end].lstrip()
             target = reasoning if destination == "reasoning" else content
+            if not marked and (piece or not target):
+                since = rest + splitter.segment + end
+                quiet = Quiet(destination, since, ((TOKENS, since),))
+            elif not marked:
+                quiet = None  # the piece, still blank, will come after a separator
             target.extend([piece] if piece else [])
-        return "\n\n".join(reasoning), "\n\n".join(content)
+        return Settled("\n\n".join(reasoning), "\n\n".join(content), quiet)
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         """Each call as a commentary message to `functions.NAME`."""

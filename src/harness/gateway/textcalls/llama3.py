@@ -21,7 +21,14 @@ from harness.gateway.textcalls._json import (
     loads_repaired,
 )
 from harness.gateway.textcalls._objects import call_from_object, partial_object
-from harness.gateway.textcalls._types import Body, CallItem, Item, MalformedCall, ParseContext
+from harness.gateway.textcalls._types import (
+    Body,
+    CallItem,
+    Item,
+    MalformedCall,
+    ParseContext,
+    Quiet,
+)
 from harness.gateway.textcalls.base import TextFormat, arguments_text
 
 __all__ = ["Llama3JsonFormat"]
@@ -66,9 +73,9 @@ class Llama3JsonFormat(TextFormat):
             end = start + len(chunk)
         return _call_or_none(value, text[start:end], context), end
 
-    def settled_answer(self, text: str) -> str:
+    def settle_answer(self, text: str, start: int) -> tuple[str, Quiet | None]:
         """Nothing is settled before the end: a call anywhere drops the prose around it."""
-        return ""
+        return "", Quiet(None, len(text), ())
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         """One JSON object per line."""

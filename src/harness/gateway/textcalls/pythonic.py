@@ -20,7 +20,14 @@ from typing import Any, Final, cast
 from harness.core.messages import ToolCall
 from harness.gateway.textcalls._blocks import read_blocks
 from harness.gateway.textcalls._json import dumps
-from harness.gateway.textcalls._types import Body, CallItem, Item, MalformedCall, ParseContext
+from harness.gateway.textcalls._types import (
+    Body,
+    CallItem,
+    Item,
+    MalformedCall,
+    ParseContext,
+    Quiet,
+)
 from harness.gateway.textcalls.base import TextFormat, arguments_value
 
 __all__ = ["PythonicFormat", "could_be_calls", "read_calls"]
@@ -70,22 +77,46 @@ class PythonicFormat(TextFormat):
         body.content.append(text)
         return body
 
+    def settle_answer(self, text: str, start: int) -> tuple[str, Quiet | None]:
+        """Text before the first line that may start a list of calls.
+
+        With no such line, and a last line that is not blank, the answer goes on as in the
+        other formats until a new line starts.
+        """
+        if not self._bare:
+            return self.answer_before_markers(text, start)
+        end = _answer_end(text[start:])
+        if end is not None:
+            return self.answer_before_markers(text[: start + end], start)[0], None
+        content, quiet = self.answer_before_markers(text, start)
+        if quiet is not None and quiet.grows is not None:
+            quiet = quiet._replace(watch=tuple(((*m, "\n"), s) for m, s in quiet.watch))
+        return content, quiet
+
     def settled_answer(self, text: str) -> str:
         """Text before the first line that may start a list of calls."""
         if not self._bare:
-            return super().settled_answer(text)
-        for start in _list_lines(text):
-            if could_be_calls(text[start:].lstrip(" \t")):
-                return super().settled_answer(text[:start])
-        last_line = text.rfind("\n") + 1
-        if not text[last_line:].strip():  # the next character may start a list
-            return super().settled_answer(text[:last_line])
-        return super().settled_answer(text)
+            return self.answer_before_markers(text, 0)[0]
+        end = _answer_end(text)
+        return self.answer_before_markers(text if end is None else text[:end], 0)[0]
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         """One list holding every call."""
         listed = f"[{', '.join(_render(c) for c in calls)}]"
         return listed if self._bare else f"{self.markers[0]}{listed}{self._closing}"
+
+
+def _answer_end(text: str) -> int | None:
+    """Where a bare answer may stop before its end; `None`: nowhere yet.
+
+    That is at a line that may start a list of calls, or at a last line that is still blank
+    (its next character may start one).
+    """
+    for start in _list_lines(text):
+        if could_be_calls(text[start:].lstrip(" \t")):
+            return start
+    last_line = text.rfind("\n") + 1
+    return last_line if not text[last_line:].strip() else None
 
 
 def _list_lines(text: str) -> list[int]:

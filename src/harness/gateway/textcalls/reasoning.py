@@ -14,9 +14,18 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Final, Literal
 
-from harness.gateway.textcalls._scan import find_first, settled_end
+from harness.gateway.textcalls._scan import find_first, settled_end, watch
+from harness.gateway.textcalls._types import Quiet
 
-__all__ = ["THINK", "THINK_TAGS", "TagPair", "opening", "settled_reasoning", "split_reasoning"]
+__all__ = [
+    "THINK",
+    "THINK_TAGS",
+    "TagPair",
+    "opening",
+    "settle_reasoning",
+    "settled_reasoning",
+    "split_reasoning",
+]
 
 TagPair = tuple[str, str]
 """An opening and a closing tag."""
@@ -88,16 +97,26 @@ def settled_reasoning(
 
     The start is `None` while the reasoning may still go on.
     """
+    reasoning, rest, _ = settle_reasoning(text, tags, forced_open=forced_open, markers=markers)
+    return reasoning, rest
+
+
+def settle_reasoning(
+    text: str, tags: Sequence[TagPair], *, forced_open: bool, markers: Sequence[str]
+) -> tuple[str, int | None, Quiet | None]:
+    """As `settled_reasoning`, and, while the reasoning may go on, how (see `Quiet`)."""
     opened = opening(text, tags, forced_open)
     if opened == "undecided":
-        return "", None
+        return "", None, None
     if opened is None:
-        return "", 0
+        return "", 0, None
     start, closers = opened
     closed = find_first(text, closers, start)
     if closed is not None:
-        return text[start : closed[0]], closed[0] + len(closed[1])
+        return text[start : closed[0]], closed[0] + len(closed[1]), None
     found = find_first(text, markers, start)
     if found is not None:  # ends here, unless a closing tag follows after the call
-        return text[start : found[0]], None
-    return text[start : settled_end(text, [*closers, *markers], start)], None
+        return text[start : found[0]], None, Quiet(None, len(text), (watch(text, closers, start),))
+    watched = (*closers, *markers)
+    end = settled_end(text, watched, start)
+    return text[start:end], None, Quiet("reasoning", end, ((watched, end),))

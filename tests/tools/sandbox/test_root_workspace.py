@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from harness.core import Limits, ToolCall
+from harness.errors import ToolError
 from harness.tools import Toolset, bash_tool
-from harness.tools.builtin import read_file_tool
+from harness.tools.builtin import edit_file_tool, read_file_tool, write_file_tool
 from harness.tools.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 from harness.tools.sandbox.idmap import IdmapRefused
 from harness.tools.sandbox.probe import run_as
@@ -263,3 +264,35 @@ async def test_a_directory_swapped_after_its_check_is_never_mounted(
     project.unlink()
     victim.rename(project)  # a different directory under the checked name
     assert "no longer the directory that was checked" in await asyncio.to_thread(attempt)
+
+
+IO_URING_SETUP = (
+    "import ctypes; libc = ctypes.CDLL(None, use_errno=True); params = (ctypes.c_char * 120)(); "
+    "print(libc.syscall(425, 8, params), ctypes.get_errno())"
+)
+
+
+async def test_io_uring_is_not_there_to_create_files_past_the_filter(
+    sandbox: Sandbox, project: Path
+) -> None:
+    # io_uring opens and creates files in the kernel, where seccomp never sees the mode: with
+    # it, a command could create a setuid file of root's in root's project.
+    result = await sandbox.run(f'python3 -c "{IO_URING_SETUP}"', workspace=project)
+    assert result.output.split() == ["-1", "38"]  # ENOSYS
+
+
+def test_the_file_tools_never_write_into_a_setuid_or_setgid_file(project: Path) -> None:
+    target = project / "tool"
+    target.write_bytes(b"original")
+    writer = write_file_tool(project)
+    editor = edit_file_tool(project)
+    assert writer.function is not None
+    assert editor.function is not None
+    for mode in (0o4755, 0o2755):
+        os.chmod(target, mode)
+        with pytest.raises(ToolError, match="setuid or setgid"):
+            writer.function(path="tool", content="#!/bin/sh\nid\n")
+        with pytest.raises(ToolError, match="setuid or setgid"):
+            editor.function(path="tool", old_text="original", new_text="changed")
+        assert target.read_bytes() == b"original"
+        assert stat.S_IMODE(target.stat().st_mode) == mode

@@ -128,7 +128,7 @@ class Workspace:
         """
         parts = self.parts(path)
         with self._parent(parts) as (_, parent), _opened(parent, parts, _RDWR_FLAGS) as fd:
-            _check(fd, parts, max_bytes)
+            _check(fd, parts, max_bytes, writing=True)
             new = change(_read_all(fd, max_bytes))
             _replace_content(fd, new)
             return new
@@ -271,7 +271,7 @@ def _open_for_write(parent: int, parts: Parts, owner: Owner) -> tuple[int, int |
             raise _refusal(parent, parts, len(parts) - 1, exc) from None
         else:
             try:
-                return fd, _check(fd, parts).st_size
+                return fd, _check(fd, parts, writing=True).st_size
             except BaseException:
                 os.close(fd)
                 raise
@@ -283,15 +283,24 @@ def _open_for_write(parent: int, parts: Parts, owner: Owner) -> tuple[int, int |
     raise ToolError(f"{'/'.join(parts)!r} kept changing while being written.", hint="Retry.")
 
 
-def _check(fd: int, parts: Parts, max_bytes: int | None = None) -> os.stat_result:
-    """Refuse anything but a regular file of at most `max_bytes`.
+def _check(
+    fd: int, parts: Parts, max_bytes: int | None = None, *, writing: bool = False
+) -> os.stat_result:
+    """Refuse anything but a regular file of at most `max_bytes`; to write, not setuid/setgid.
 
     Hard links are not refused: only someone who may already change the target can make one
-    (fs.protected_hardlinks), unlike a symlink, which anyone can point anywhere.
+    (fs.protected_hardlinks), unlike a symlink, which anyone can point anywhere. A setuid or
+    setgid file is never written: as root, the tools keep its bits (CAP_FSETID), so writing
+    the model's bytes into it would make a program that runs as its owner.
     """
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise _not_a_file(parts, info.st_mode)
+    if writing and info.st_mode & (stat.S_ISUID | stat.S_ISGID):
+        raise ToolError(
+            f"{'/'.join(parts)!r} is a setuid or setgid program; the file tools never change one.",
+            hint="Tell the user; if it should be changed, they can remove its setuid/setgid bits.",
+        )
     if max_bytes is not None and info.st_size > max_bytes:
         raise ToolError(
             f"{'/'.join(parts)!r} has {info.st_size:,} bytes, more than the {max_bytes:,} "

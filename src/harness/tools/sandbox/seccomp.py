@@ -7,7 +7,9 @@ often root, so a `chmod 4755` there would plant a setuid-root binary on the host
 anyone to act as that uid. So every call that could set S_ISUID or S_ISGID fails with EPERM:
 chmod, fchmod, fchmodat, and open, openat, creat, mkdir, mkdirat, mknod, mknodat asked to
 create with those bits; `openat2` and `fchmodat2`, whose arguments a filter cannot read,
-fail with ENOSYS so that programs fall back to the calls above. This is the rule set of
+fail with ENOSYS so that programs fall back to the calls above. So does io_uring, which
+opens and creates files in the kernel where no filter sees the mode (as Docker's default
+profile does). This is the rule set of
 systemd's `RestrictSUIDSGID=`. Everything else is allowed.
 
 The one home of `pyseccomp` (ctypes over libseccomp).
@@ -28,6 +30,7 @@ __all__ = ["setid_filter"]
 _O_TMPFILE_BITS: Final = getattr(os, "O_TMPFILE", 0o20200000) & ~os.O_DIRECTORY
 _SYS_OPENAT2: Final = 437
 _SYS_FCHMODAT2: Final = 452
+_SYS_IO_URING: Final = (425, 426, 427)  # setup, enter, register
 
 # (syscall, index of its mode argument, index of its flags argument or None)
 _MODE_ARGS: Final = (
@@ -61,7 +64,7 @@ def setid_filter() -> bytes:
         except (OSError, RuntimeError, ValueError):
             if name not in _LEGACY:
                 raise
-    for number in (_SYS_OPENAT2, _SYS_FCHMODAT2):
+    for number in (_SYS_OPENAT2, _SYS_FCHMODAT2, *_SYS_IO_URING):
         rules.add_rule(seccomp.ERRNO(errno.ENOSYS), number)
     return _export(rules)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -12,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, Harness
+from harness.errors import ConfigError
 from harness.runtime import Settings
 from harness.testing import ScriptedModel, call, reply
 from harness.tools.builtin import BUILTIN_TOOLS, BuiltinOptions
 from harness.tools.sandbox import Sandbox
-from harness.tools.workspaces import WorkspaceRefused, allowed_workspace
+from harness.tools.workspaces import WorkspaceRefused, _homes, allowed_workspace
 
 WORKSPACE_TOOLS = ["bash", "read_file", "write_file", "edit_file", "list_dir", "search"]
 
@@ -151,5 +153,76 @@ async def test_harness_own_home_inside_the_project_is_out_of_every_tools_reach(
         assert ".harness" not in found
         assert not (home / "forged").exists()
         assert (home / "harness.db").stat().st_size > 0
+    finally:
+        shutil.rmtree(project)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")
+def test_a_bind_mount_of_a_system_directory_is_refused() -> None:
+    mirror = Path(tempfile.mkdtemp(prefix="mirror-", dir="/tmp/harness-workspaces"))
+    subprocess.run(["mount", "--bind", "/etc", str(mirror)], check=True)
+    try:
+        with pytest.raises(WorkspaceRefused, match="same directory as /etc"):
+            allowed_workspace(mirror)
+    finally:
+        subprocess.run(["umount", str(mirror)], check=True)
+        mirror.rmdir()
+
+
+def test_a_directory_that_contains_a_home_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "users" / "ada").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(tmp_path / "users" / "ada"))
+    _homes.cache_clear()
+    try:
+        with pytest.raises(WorkspaceRefused, match="contains the home directory"):
+            allowed_workspace(tmp_path / "users")
+    finally:
+        monkeypatch.undo()
+        _homes.cache_clear()
+
+
+@pytest.mark.parametrize("where", ["nested", "symlink"])
+async def test_a_home_the_sandbox_could_move_is_refused_before_the_run(
+    tmp_path: Path, where: str
+) -> None:
+    project = Path(tempfile.mkdtemp(prefix="proj-", dir="/tmp/harness-workspaces"))
+    try:
+        if where == "nested":
+            home = project / "sub" / ".harness"
+        else:
+            (tmp_path / "real-home").mkdir()
+            home = project / ".harness"
+            home.symlink_to(tmp_path / "real-home")
+        model = ScriptedModel([reply("never")])
+        agent = Agent(model=model, tools=["read_file"], workspace=project)
+        store = tmp_path / "runs.db"
+        async with Harness(Settings(home=home), store=str(store)) as harness:
+            with pytest.raises(ConfigError, match="could move it out of the tools' guard"):
+                await harness.submit(agent, "go")
+            assert await harness.list() == []
+    finally:
+        shutil.rmtree(project)
+
+
+async def test_a_missing_home_in_the_project_is_made_before_any_command_runs(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    project = Path(tempfile.mkdtemp(prefix="proj-", dir="/tmp/harness-workspaces"))
+    home = project / ".harness"  # the store lives elsewhere, so nothing else makes it
+    try:
+        model = ScriptedModel([
+            reply(None, call("bash", {"command": "mkdir -p .harness && "
+                                      "echo '[mcp.x]' > .harness/harness.toml; echo rc=$?"})),
+            reply("done"),
+        ])  # fmt: skip
+        agent = Agent(model=model, tools=["bash"], workspace=project)
+        async with Harness(Settings(home=home), store=str(tmp_path / "runs.db")) as harness:
+            result = await harness.wait(await harness.submit(agent, "plant a config"))
+        (output,) = [m.content or "" for m in result.messages if m.role == "tool"]
+        assert "Read-only file system" in output
+        assert home.is_dir()
+        assert not (home / "harness.toml").exists()
     finally:
         shutil.rmtree(project)

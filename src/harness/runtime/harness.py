@@ -32,7 +32,7 @@ from harness.memory import TokenCounter
 from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
 from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
-from harness.runtime.resources import AgentResources
+from harness.runtime.resources import AgentResources, private_directories
 from harness.runtime.runs import agent_metadata
 from harness.runtime.settings import Settings, load_settings
 from harness.store import open_store
@@ -171,7 +171,7 @@ class Harness:
             RunQueueFull: The queue of pending runs is at its bound.
         """
         _, max_queue, _, lease_s = self._limits
-        await _check_workspace(agent)
+        await _check_workspace(agent, self.settings.home)
         model = agent.model if isinstance(agent.model, str) else agent.model.name
         messages = history or [Message.system(agent.system_prompt), Message.user(task)]
         counter = TokenCounter()
@@ -609,12 +609,38 @@ class _Watcher:
             self.callback(event)
 
 
-async def _check_workspace(agent: AgentSpec) -> None:
+async def _check_workspace(agent: AgentSpec, home: Path) -> None:
     """Refuse a run whose built-in tools could not use their workspace, before it exists."""
     if any(isinstance(tool, str) for tool in agent.tools):
-        await asyncio.to_thread(
+        workspace = await asyncio.to_thread(
             check_workspace_tools,
             agent.tools,
             agent.workspace,
             allow_unsandboxed=agent.allow_unsandboxed,
         )
+        if workspace is not None:
+            _guard_private(workspace, home)
+
+
+def _guard_private(workspace: Path, home: Path) -> None:
+    """Private directories inside the workspace must be real directories right below it.
+
+    Tools reach them by name, so a command that could rename their parent (or re-point a
+    link to them) would get past the guard. The home is made now if missing, so that no
+    command can make one first (a `harness.toml` of its own).
+    """
+    for private in private_directories(home):
+        given = private.absolute()
+        real = given.resolve()
+        if workspace != real and workspace not in (*real.parents, *given.parents):
+            continue
+        if real.parent != workspace or given.is_symlink():
+            raise ConfigError(
+                f"{private} lies inside the workspace {workspace} other than as a real "
+                "directory right below it: commands in the sandbox could move it out of the "
+                "tools' guard. Keep HARNESS_HOME (and harness's installation) directly in the "
+                "workspace, like ./.harness, or outside it"
+            )
+        if private == home:
+            with contextlib.suppress(OSError):  # a read-only place: no command can write either
+                real.mkdir(mode=0o700, exist_ok=True)

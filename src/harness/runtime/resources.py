@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import sys
+from pathlib import Path
 from weakref import WeakKeyDictionary
 
 from harness.agent.spec import AgentSpec
@@ -14,7 +16,16 @@ from harness.runtime.settings import CONFIG_FILE, Settings
 from harness.tools import READ_RESULT, Toolset, ToolSpec
 from harness.tools.mcp import MCPServerConfig, MCPToolSource
 
-__all__ = ["AgentResources"]
+__all__ = ["AgentResources", "private_directories"]
+
+
+def private_directories(home: Path) -> tuple[Path, ...]:
+    """What no tool may reach when it lies in a workspace.
+
+    harness's home (its store holds approvals and audit) and the Python installation
+    harness runs from (its code runs as the user, outside any sandbox).
+    """
+    return (home, Path(sys.prefix))
 
 
 class AgentResources:
@@ -76,7 +87,7 @@ class AgentResources:
                     workspace=agent.workspace,
                     network=agent.network,
                     allow_unsandboxed=agent.allow_unsandboxed,
-                    private=(self.settings.home,),
+                    private=private_directories(self.settings.home),
                 )
                 for t in agent.tools
             ]

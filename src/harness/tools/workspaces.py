@@ -79,12 +79,35 @@ def _refusal(real: Path) -> str | None:
         return "it is a system directory"
     if real in {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}:
         return "it is the Python installation harness runs from"
+    twin = _system_twin(real)
+    if twin is not None:
+        return f"it is the same directory as {twin} (a bind mount of it?)"
     for home in _homes():
+        if real in home.parents:
+            return f"it contains the home directory {home}, which holds credentials"
         if real == home:
             return "it is a home directory, which holds credentials (.ssh, .aws, ...)"
         if home in real.parents and real.relative_to(home).parts[0].startswith("."):
             return f"it is inside {home}/{real.relative_to(home).parts[0]}, a home's private files"
     return None
+
+
+def _system_twin(real: Path) -> Path | None:
+    """The system directory that `real` is, under another path (a bind mount), if any."""
+    info = real.stat()
+    return _system_inodes().get((info.st_dev, info.st_ino))
+
+
+@functools.cache
+def _system_inodes() -> dict[tuple[int, int], Path]:
+    found: dict[tuple[int, int], Path] = {}
+    for path in (*_SYSTEM_TREES, *_SHARED_ROOTS):
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        found.setdefault((info.st_dev, info.st_ino), path)
+    return found
 
 
 @functools.cache

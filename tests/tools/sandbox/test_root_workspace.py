@@ -13,7 +13,8 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -260,10 +261,19 @@ async def test_a_directory_swapped_after_its_check_is_never_mounted(
         return str(caught.value)
 
     project.symlink_to(victim)  # the same path now leads to another root-owned directory
-    assert "Not a directory" in await asyncio.to_thread(attempt)
+    assert "Not a directory" in in_a_thread_of_its_own(attempt)
     project.unlink()
     victim.rename(project)  # a different directory under the checked name
-    assert "no longer the directory that was checked" in await asyncio.to_thread(attempt)
+    assert "no longer the directory that was checked" in in_a_thread_of_its_own(attempt)
+
+
+def in_a_thread_of_its_own(work: Callable[[], str]) -> str:
+    """Jobs with an idmapped workspace run in a thread made for them, as `Sandbox.run` does."""
+    done: list[str] = []
+    thread = threading.Thread(target=lambda: done.append(work()))
+    thread.start()
+    thread.join()
+    return done[0]
 
 
 IO_URING_SETUP = (
@@ -296,3 +306,22 @@ def test_the_file_tools_never_write_into_a_setuid_or_setgid_file(project: Path) 
             editor.function(path="tool", old_text="original", new_text="changed")
         assert target.read_bytes() == b"original"
         assert stat.S_IMODE(target.stat().st_mode) == mode
+
+
+def test_a_thread_enters_a_private_mount_namespace_once_only() -> None:
+    from harness.tools.sandbox.idmap import enter_private_mounts
+
+    errors: list[BaseException] = []
+
+    def twice() -> None:
+        enter_private_mounts()
+        try:
+            enter_private_mounts()
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=twice)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1
+    assert "a thread made for one command" in str(errors[0])

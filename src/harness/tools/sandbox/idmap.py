@@ -95,6 +95,9 @@ def _check(result: int, what: str, path: Path | None = None) -> int:
     return result
 
 
+_used = threading.local()
+
+
 def enter_private_mounts() -> None:
     """Give the calling thread a mount namespace of its own that sends nothing back.
 
@@ -104,8 +107,9 @@ def enter_private_mounts() -> None:
     Raises:
         OSError: unshare or the propagation change failed (no CAP_SYS_ADMIN).
     """
-    if threading.current_thread() is threading.main_thread():
+    if threading.current_thread() is threading.main_thread() or getattr(_used, "done", False):
         raise RuntimeError("enter_private_mounts() must run in a thread made for one command")
+    _used.done = True
     libc = _libc()
     _check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_SLAVE, None), "mount --make-rslave /")

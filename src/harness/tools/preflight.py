@@ -9,6 +9,8 @@ is wrong and what to do, instead of every tool call failing with it.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -61,10 +63,46 @@ def _check_sandbox(workspace: Path, *, allow_unsandboxed: bool) -> None:
     sandbox = Sandbox()
     status = sandbox.probe()
     if status.available:
-        check_workspace(workspace, uid=sandbox.uid)
+        mount = check_workspace(workspace, uid=sandbox.uid)
+        if mount.idmap is not None:
+            _refuse_setid_files(workspace, mount.idmap.uid)
     elif not allow_unsandboxed:
         raise ConfigError(
             f"bash cannot run: no sandbox works here ({status.detail}). Fix: {status.fix}. "
             "Or allow commands on the host, each approved by you: --unsandboxed "
             "(allow_unsandboxed=True in Python)"
         )
+
+
+def _refuse_setid_files(workspace: Path, owner: int) -> None:
+    """Refuse a project that holds setuid/setgid files of the owner commands act as.
+
+    Through the idmapped mount a command may write such a file, and a write through a
+    shared memory mapping keeps its bits: it would become a program of the owner's
+    (root's) with the command's content. Nothing else can make one (see the seccomp filter).
+    """
+    found = _setid_files(workspace, owner)
+    if found:
+        shown = ", ".join(str(path) for path in found[:3])
+        raise ConfigError(
+            f"the workspace {workspace} holds setuid or setgid files of uid {owner} ({shown}"
+            f"{', ...' if len(found) > 3 else ''}): a command could change what they run. "
+            "Remove their setuid/setgid bits (chmod u-s,g-s FILE), or give the agent a "
+            "workspace made with `harness workspace new`"
+        )
+
+
+def _setid_files(root: Path, owner: int) -> list[Path]:
+    found: list[Path] = []
+    for directory, _, files, fd in os.fwalk(root):  # links are never followed
+        for name in files:
+            try:
+                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            setid = info.st_mode & (stat.S_ISUID | stat.S_ISGID)
+            if setid and stat.S_ISREG(info.st_mode) and info.st_uid == owner:
+                found.append(Path(directory) / name)
+                if len(found) > 3:
+                    return found
+    return found

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from harness.core import Limits, ToolCall
-from harness.errors import ToolError
+from harness.errors import ConfigError, ToolError
 from harness.tools import Toolset, bash_tool
 from harness.tools.builtin import edit_file_tool, read_file_tool, write_file_tool
+from harness.tools.preflight import check_workspace_tools
 from harness.tools.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 from harness.tools.sandbox.idmap import IdmapRefused
 from harness.tools.sandbox.probe import run_as
@@ -325,3 +326,16 @@ def test_a_thread_enters_a_private_mount_namespace_once_only() -> None:
     thread.join()
     assert len(errors) == 1
     assert "a thread made for one command" in str(errors[0])
+
+
+def test_a_project_holding_a_setuid_file_of_its_owner_is_refused_before_the_run(
+    sandbox: Sandbox, project: Path
+) -> None:
+    tool = project / "src" / "helper"
+    tool.write_bytes(b"#!/bin/sh\n")
+    os.chmod(tool, 0o4755)
+    with pytest.raises(ConfigError, match="setuid or setgid files of uid 0") as caught:
+        check_workspace_tools(["bash"], project, allow_unsandboxed=False)
+    assert str(tool) in str(caught.value)
+    os.chmod(tool, 0o755)
+    assert check_workspace_tools(["bash"], project, allow_unsandboxed=False) == project

@@ -146,8 +146,8 @@ async def test_harness_own_home_inside_the_project_is_out_of_every_tools_reach(
         listed, read, written, entries, found = outputs
         assert listed.startswith("0\n")  # commands see an empty directory in its place
         assert "Read-only file system" in listed
-        assert "where harness keeps its own records" in read
-        assert "where harness keeps its own records" in written
+        assert "belongs to harness itself" in read
+        assert "belongs to harness itself" in written
         assert ".harness" not in entries
         assert "notes.txt" in entries
         assert ".harness" not in found
@@ -224,5 +224,31 @@ async def test_a_missing_home_in_the_project_is_made_before_any_command_runs(
         assert "Read-only file system" in output
         assert home.is_dir()
         assert not (home / "harness.toml").exists()
+    finally:
+        shutil.rmtree(project)
+
+
+async def test_harness_own_installation_in_the_project_is_out_of_reach(
+    tmp_path: Path, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = Path(tempfile.mkdtemp(prefix="proj-", dir="/tmp/harness-workspaces"))
+    venv = project / ".venv"  # as when harness is installed in the project's own venv
+    (venv / "lib").mkdir(parents=True)
+    (venv / "lib" / "harness.py").write_text("# harness's code\n")
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    try:
+        model = ScriptedModel([
+            reply(None, call("bash", {"command":
+                "ls -A .venv | wc -l; echo evil >> .venv/lib/harness.py 2>&1"})),
+            reply(None, call("write_file", {"path": ".venv/lib/harness.py", "content": "x"})),
+            reply("done"),
+        ])  # fmt: skip
+        agent = Agent(model=model, tools=["bash", "write_file"], workspace=project)
+        async with Harness(Settings(home=tmp_path / "home")) as harness:
+            result = await harness.wait(await harness.submit(agent, "patch harness"))
+        listed, written = [m.content or "" for m in result.messages if m.role == "tool"]
+        assert listed.startswith("0\n")
+        assert "belongs to harness itself" in written
+        assert (venv / "lib" / "harness.py").read_text() == "# harness's code\n"
     finally:
         shutil.rmtree(project)

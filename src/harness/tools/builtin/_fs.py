@@ -95,8 +95,8 @@ class Workspace:
         for private in self.private:
             if parts[: len(private)] == private:
                 raise ToolError(
-                    f"{path!r} is inside {'/'.join(private)!r}, where harness keeps its own "
-                    "records; it is not part of the workspace.",
+                    f"{path!r} is inside {'/'.join(private)!r}, which belongs to harness itself "
+                    "(its records or its code); it is not part of the workspace.",
                     hint="Work with the project's other files.",
                 )
 

@@ -24,8 +24,10 @@ def run(home: Path, base_url: str, *flags: str) -> tuple[int, list[dict[str, Any
     for name in ("HARNESS_MODEL", "HARNESS_STORE"):
         env.pop(name, None)
     args = ["run", "--json", "--tools", "list_dir", "--base-url", base_url, *flags, "look"]
+    work = home.parent / "work"  # the workspace: the home may not be the workspace itself
+    work.mkdir(exist_ok=True)
     done = subprocess.run(
-        [HARNESS, *args], cwd=home, env=env, capture_output=True, text=True, timeout=60
+        [HARNESS, *args], cwd=work, env=env, capture_output=True, text=True, timeout=60
     )
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines()], done.stderr
 

@@ -95,7 +95,7 @@ def test_a_full_disk_ends_the_run_clearly_and_leaves_it_to_recover(small_home: P
         done = subprocess.run(
             [HARNESS, "run", "--json", "--tools", "list_dir", *args],
             env=env,
-            cwd=small_home,
+            cwd=small_home.parent,  # the workspace: the home may not be the workspace itself
             capture_output=True,
             text=True,
             timeout=120,  # it used to hang here

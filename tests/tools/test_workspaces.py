@@ -183,14 +183,21 @@ def test_a_directory_that_contains_a_home_is_refused(
         _homes.cache_clear()
 
 
-@pytest.mark.parametrize("where", ["nested", "symlink"])
+@pytest.mark.parametrize(
+    ("where", "why"),
+    [("nested", "could move it out of the tools' guard"),
+     ("symlink", "could move it out of the tools' guard"),
+     ("itself", "is the workspace .* itself")],
+)  # fmt: skip
 async def test_a_home_the_sandbox_could_move_is_refused_before_the_run(
-    tmp_path: Path, where: str
+    tmp_path: Path, where: str, why: str
 ) -> None:
     project = Path(tempfile.mkdtemp(prefix="proj-", dir="/tmp/harness-workspaces"))
     try:
         if where == "nested":
             home = project / "sub" / ".harness"
+        elif where == "itself":
+            home = project
         else:
             (tmp_path / "real-home").mkdir()
             home = project / ".harness"
@@ -199,7 +206,7 @@ async def test_a_home_the_sandbox_could_move_is_refused_before_the_run(
         agent = Agent(model=model, tools=["read_file"], workspace=project)
         store = tmp_path / "runs.db"
         async with Harness(Settings(home=home), store=str(store)) as harness:
-            with pytest.raises(ConfigError, match="could move it out of the tools' guard"):
+            with pytest.raises(ConfigError, match=why):
                 await harness.submit(agent, "go")
             assert await harness.list() == []
     finally:

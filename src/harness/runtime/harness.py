@@ -634,6 +634,12 @@ def _guard_private(workspace: Path, home: Path) -> None:
         real = given.resolve()
         if workspace != real and workspace not in (*real.parents, *given.parents):
             continue
+        if real == workspace:
+            raise ConfigError(
+                f"{private} is the workspace {workspace} itself: commands could change "
+                "harness's own files there (its store holds approvals and audit). Keep "
+                "HARNESS_HOME in ./.harness or outside the workspace"
+            )
         if real.parent != workspace or given.is_symlink():
             raise ConfigError(
                 f"{private} lies inside the workspace {workspace} other than as a real "

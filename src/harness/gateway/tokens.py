@@ -40,8 +40,9 @@ _SPACE_DIGIT: Final = re.compile(r" (?=\d)")
 _SPACES: Final = re.compile(r"\s{2,}|[^\S ]")
 _SYMBOLS: Final = re.compile(r"[!-/:-@\[-`{-~]{1,2}")
 _SAMPLE_CHARS: Final = 4096
-_CACHED_CHARS: Final = 4096
 """Texts longer than four samples are estimated from three samples, scaled to their length."""
+_CACHED_CHARS: Final = 4096
+"""Texts up to this long have their estimate remembered (see `_estimate_cached`)."""
 
 MESSAGE_OVERHEAD: Final = 4.0
 """Role markers and separators around each message."""

@@ -31,7 +31,12 @@ def clean_text(text: str) -> str:
 
 
 def clean_json(value: _T) -> _T:
-    """A JSON value (strings, lists, dicts, scalars) with every string and key cleaned."""
+    """A JSON value (strings, lists, dicts, scalars) with every string and key cleaned.
+
+    Returns the same object when there is nothing to clean (found without copying).
+    """
+    if not _json_has_surrogate(value):
+        return value
     if isinstance(value, str):
         return cast(_T, clean_text(value))
     if isinstance(value, list):
@@ -62,11 +67,20 @@ def clean_message(message: Message) -> Message:
 def _has_surrogate(message: Message) -> bool:
     texts = [message.content or "", message.reasoning or ""]
     texts += [part for call in message.tool_calls for part in (call.id, call.name, call.arguments)]
-    if any(_SURROGATE.search(text) for text in texts):
-        return True
-    return message.provider_data is not None and clean_json(message.provider_data) != (
+    return any(_SURROGATE.search(text) for text in texts) or _json_has_surrogate(
         message.provider_data
     )
+
+
+def _json_has_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, list):
+        return any(_json_has_surrogate(item) for item in cast(list[Any], value))
+    if isinstance(value, dict):
+        items = cast(dict[Any, Any], value).items()
+        return any(_json_has_surrogate(k) or _json_has_surrogate(v) for k, v in items)
+    return False
 
 
 def _clean_call(call: ToolCall) -> ToolCall:

@@ -109,8 +109,14 @@ class TokenCounter:
             return message
         if reported > 0:
             return dataclasses.replace(message, tokens=reported, tokens_source="reported")
-        tokens = self.message_tokens(message)
-        return dataclasses.replace(message, tokens=tokens, tokens_source="estimated")
+        raw = self._raw(message)
+        counted = dataclasses.replace(
+            message, tokens=math.ceil(raw * self._ratio), tokens_source="estimated"
+        )
+        # The copy is what gets sent from now on: remember its estimate, not the original's.
+        self._cache.pop(id(message), None)
+        self._cache[id(counted)] = (counted, raw)
+        return counted
 
     def text_tokens(self, text: str | None) -> int:
         """Calibrated estimate of the tokens of a text."""

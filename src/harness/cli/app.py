@@ -17,7 +17,6 @@ from harness.core.usage import Limits
 from harness.errors import ConfigError, HarnessError, StoreError
 from harness.runtime.harness import Harness
 from harness.runtime.settings import Settings, load_settings
-from harness.tools.preflight import check_workspace_tools
 
 __all__ = ["app", "main"]
 
@@ -130,9 +129,6 @@ def run(
             strategy=strategy or settings.default_strategy,
         )
         _check_model(agent, settings, base_url)
-        check_workspace_tools(
-            agent.tools, agent.workspace, allow_unsandboxed=agent.allow_unsandboxed
-        )
     except ConfigError as exc:
         fail(str(exc))
     unknown = [name for name in mcp or () if name not in settings.mcp_servers]

@@ -249,7 +249,6 @@ class Harness:
         watcher = _Watcher(on_event) if on_event else None
         subscription = self.bus.attach(watcher) if watcher else None
         if watcher and self._executor is not None:
-            self.register(agent)
             self._executor.watched.add(agent.name)  # kept while this call runs
         try:
             run_id = await self.submit(agent, task)

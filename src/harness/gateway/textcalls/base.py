@@ -76,10 +76,6 @@ class TextFormat(ABC):
         content, quiet = self.settle_answer(text, rest)
         return Settled(reasoning, content, quiet)
 
-    def settled_answer(self, text: str) -> str:
-        """The settled answer text of `text` (the part after reasoning)."""
-        return self.settle_answer(text, 0)[0]
-
     def settle_answer(self, text: str, start: int) -> tuple[str, Quiet | None]:
         """The settled answer of `text[start:]`, and how it goes on (`None`: unknown)."""
         return self.answer_before_markers(text, start)

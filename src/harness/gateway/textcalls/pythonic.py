@@ -93,13 +93,6 @@ class PythonicFormat(TextFormat):
             quiet = quiet._replace(watch=tuple(((*m, "\n"), s) for m, s in quiet.watch))
         return content, quiet
 
-    def settled_answer(self, text: str) -> str:
-        """Text before the first line that may start a list of calls."""
-        if not self._bare:
-            return self.answer_before_markers(text, 0)[0]
-        end = _answer_end(text)
-        return self.answer_before_markers(text if end is None else text[:end], 0)[0]
-
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         """One list holding every call."""
         listed = f"[{', '.join(_render(c) for c in calls)}]"

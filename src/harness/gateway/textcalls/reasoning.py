@@ -23,7 +23,6 @@ __all__ = [
     "TagPair",
     "opening",
     "settle_reasoning",
-    "settled_reasoning",
     "split_reasoning",
 ]
 
@@ -90,21 +89,14 @@ def split_reasoning(
     return text[start:], ""
 
 
-def settled_reasoning(
-    text: str, tags: Sequence[TagPair], *, forced_open: bool, markers: Sequence[str]
-) -> tuple[str, int | None]:
-    """For a reply still arriving: the reasoning that will not change, and where the rest starts.
-
-    The start is `None` while the reasoning may still go on.
-    """
-    reasoning, rest, _ = settle_reasoning(text, tags, forced_open=forced_open, markers=markers)
-    return reasoning, rest
-
-
 def settle_reasoning(
     text: str, tags: Sequence[TagPair], *, forced_open: bool, markers: Sequence[str]
 ) -> tuple[str, int | None, Quiet | None]:
-    """As `settled_reasoning`, and, while the reasoning may go on, how (see `Quiet`)."""
+    """For a reply still arriving: the reasoning that will not change, and what follows.
+
+    Also where the rest starts (`None` while the reasoning may still go on), and how it
+    goes on (see `Quiet`).
+    """
     opened = opening(text, tags, forced_open)
     if opened == "undecided":
         return "", None, None

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -75,9 +76,9 @@ class RunExecutor:
         """Models of runs being created to start here at once (see `reserve`)."""
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self.streaming: set[str] = set()
+        self.streaming: Counter[str] = Counter()
         """Agents whose runs stream their model's text (`Harness.run(stream=True)`)."""
-        self.watched: set[str] = set()
+        self.watched: Counter[str] = Counter()
         """Agents whose runs someone follows live (`Harness.run(on_event=...)`): their
         steps commit before each model call, so the follower sees them start."""
         self.own: set[str] = set()
@@ -311,14 +312,14 @@ class RunExecutor:
             owner=self._owner,
             pause_requested=lambda: handle.pause_requested,
             usage=record.usage,
-            watched=agent.name in self.watched,
+            watched=self.watched[agent.name] > 0,
         )
         loop = AgentLoop(
             agent,
             model=self._resources.model(agent),
             toolset=await self._resources.toolset(agent),
             sink=sink,
-            stream=agent.name in self.streaming,
+            stream=self.streaming[agent.name] > 0,
             approver=self._approver or handle.wait_for_decision,
             audit=self._audit or sink,
             results=StoredResults(self._store, sink),

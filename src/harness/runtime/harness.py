@@ -245,11 +245,11 @@ class Harness:
         if stream:
             self.register(agent)
             if self._executor is not None:
-                self._executor.streaming.add(agent.name)  # kept while this call runs
+                self._executor.streaming[agent.name] += 1  # kept while this call runs
         watcher = _Watcher(on_event) if on_event else None
         subscription = self.bus.attach(watcher) if watcher else None
         if watcher and self._executor is not None:
-            self._executor.watched.add(agent.name)  # kept while this call runs
+            self._executor.watched[agent.name] += 1  # kept while this call runs
         try:
             run_id = await self.submit(agent, task)
             if watcher:
@@ -260,9 +260,9 @@ class Harness:
             if subscription:
                 await subscription.close()
             if stream and self._executor is not None:
-                self._executor.streaming.discard(agent.name)
+                self._executor.streaming[agent.name] -= 1
             if watcher and self._executor is not None:
-                self._executor.watched.discard(agent.name)
+                self._executor.watched[agent.name] -= 1
 
     async def wait(
         self,

@@ -13,6 +13,7 @@ import typer
 from harness.cli.app import app, fail
 from harness.core.codec import dumps, event_to_dict, message_to_dict, usage_to_dict
 from harness.errors import HarnessError
+from harness.observability.serve import MetricsServer, check_host
 from harness.runtime.harness import Harness, already_decided
 from harness.runtime.lifecycle import RunState
 from harness.runtime.settings import load_settings
@@ -198,13 +199,48 @@ def runs_events(
 @app.command()
 def worker(
     concurrency: Annotated[int, typer.Option(min=1, help="Runs executed at once.")] = 16,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=65535,
+            help="Serve Prometheus metrics at http://HOST:PORT/metrics "
+            "(default: `[observability] metrics_port`; none when unset).",
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str | None,
+        typer.Option(help="The address of the metrics endpoint (default 127.0.0.1)."),
+    ] = None,
+    metrics_allow_remote: Annotated[
+        bool,
+        typer.Option(help="Allow a metrics host other than the loopback."),
+    ] = False,
 ) -> None:
     """Execute queued runs (from `harness run --detach`) until interrupted."""
+    settings = load_settings()
+    wanted = settings.metrics
+    port = metrics_port if metrics_port is not None else wanted.port
+    host = metrics_host or wanted.host
+    allow_remote = metrics_allow_remote or wanted.allow_remote
+    if port is not None:
+        try:
+            check_host(host, allow_remote=allow_remote)
+        except HarnessError as exc:
+            fail(str(exc))
 
     async def serve() -> None:
-        async with Harness(load_settings(), max_concurrent=concurrency) as harness:
+        metrics = port is not None
+        async with Harness(settings, max_concurrent=concurrency, metrics=metrics) as harness:
+            server = await _metrics_server(harness, host, port, allow_remote=allow_remote)
             typer.echo(f"worker {harness.owner}: executing runs (Ctrl-C to stop)")
-            await asyncio.Event().wait()
+            if server is not None:
+                typer.echo(f"metrics: {server.url}")
+            try:
+                await asyncio.Event().wait()
+            finally:
+                if server is not None:
+                    await server.close()
 
     try:
         asyncio.run(serve())
@@ -212,6 +248,21 @@ def worker(
         typer.echo("worker stopped; its runs will be taken over by the next worker")
     except HarnessError as exc:
         fail(str(exc))
+
+
+async def _metrics_server(
+    harness: Harness, host: str, port: int | None, *, allow_remote: bool
+) -> MetricsServer | None:
+    """Serve the harness's metrics on `host:port`, when a port is given."""
+    if port is None or harness.metrics is None:
+        return None
+    from harness.observability.metrics import CONTENT_TYPE
+
+    server = MetricsServer(
+        harness.metrics.render, CONTENT_TYPE, host=host, port=port, allow_remote=allow_remote
+    )
+    await server.start()
+    return server
 
 
 def _print_event(event: Any, render: Callable[[Any], None], json_output: bool) -> None:

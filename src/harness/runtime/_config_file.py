@@ -231,9 +231,19 @@ class _StoreEntry(BaseModel):
         return self.url
 
 
+class _ObservabilityEntry(BaseModel):
+    """The `[observability]` table: the worker's metrics endpoint."""
+
+    model_config = ConfigDict(extra="forbid")
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    metrics_host: str = Field(default="127.0.0.1", min_length=1)
+    metrics_allow_remote: bool = False
+
+
 class FileConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     defaults: _Defaults = _Defaults()
+    observability: _ObservabilityEntry = _ObservabilityEntry()
     store: _StoreEntry = _StoreEntry()
     models: dict[str, _ProfileEntry] = {}
     mcp: dict[str, _MCPServerEntry] = {}

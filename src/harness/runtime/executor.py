@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from harness.agent.loop import AgentLoop
@@ -63,6 +63,7 @@ class RunExecutor:
         lease_s: float,
         adopt: bool = True,
         control_poll_s: float = _POLL_S,
+        on_start: Callable[[RunRecord], None] | None = None,
     ) -> None:
         self._store, self._bus, self._resources = store, bus, resources
         self._owner, self._agents = owner, agents
@@ -85,6 +86,12 @@ class RunExecutor:
         """Runs submitted through this process's `Harness`."""
         self._adopt = adopt
         self._control_poll_s = control_poll_s
+        self._on_start = on_start
+
+    @property
+    def running(self) -> int:
+        """Runs executing in this process now."""
+        return len(self._handles)
 
     def start(self) -> None:
         """Start claiming and executing runs."""
@@ -167,6 +174,8 @@ class RunExecutor:
         return self._results.get(run_id)
 
     def _start_task(self, record: RunRecord, messages: list[Message] | None = None) -> None:
+        if self._on_start is not None:
+            self._on_start(record)
         handle = RunHandle(run_id=record.run_id)
         self._handles[record.run_id] = handle
         self._models[record.run_id] = record.model or ""

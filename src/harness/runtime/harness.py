@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.agent.spec import AgentSpec
 from harness.core.codec import SCHEMA_VERSION, result_from_dict, usage_to_dict
@@ -39,6 +39,9 @@ from harness.store import open_store
 from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord
 from harness.tools import ApprovalHandler, AuditLog
 from harness.tools.preflight import check_workspace_tools
+
+if TYPE_CHECKING:
+    from harness.observability.metrics import MetricsSubscriber
 
 __all__ = ["Harness", "already_decided"]
 
@@ -67,6 +70,9 @@ class Harness:
             owner died; `False` executes only the runs submitted here.
         control_poll_s: How often controls sent by other processes are looked for. On
             PostgreSQL they also arrive at once by LISTEN/NOTIFY; this is the fallback.
+        metrics: Keep Prometheus metrics of the runs (`True`, or a `MetricsSubscriber`
+            of your own); read them with `await harness.metrics.render()`. Off by
+            default: without it prometheus_client is not even imported.
     """
 
     def __init__(
@@ -85,6 +91,7 @@ class Harness:
         execute: bool = True,
         adopt: bool = True,
         control_poll_s: float = 0.2,
+        metrics: bool | MetricsSubscriber = False,
     ) -> None:
         self.settings = settings or load_settings()
         self.bus = EventBus()
@@ -100,6 +107,8 @@ class Harness:
         self._control_poll_s = control_poll_s
         self._executor: RunExecutor | None = None
         self._finished: dict[str, asyncio.Event] = {}
+        self.metrics = _metrics(metrics)
+        """The run metrics, when kept (`metrics=`); `None` otherwise."""
 
     @property
     def store(self) -> EventStore:
@@ -124,6 +133,8 @@ class Harness:
             target = self._store_target or env or self.settings.store
             self._store = await _open_store(target, self.settings.home)
         self.bus.subscribe(self._note_finished)
+        if self.metrics is not None:
+            self._keep_metrics(self.metrics)
         if self._execute:
             max_concurrent, _, model_limits, lease_s = self._limits
             self._executor = RunExecutor(
@@ -139,8 +150,25 @@ class Harness:
                 lease_s=lease_s,
                 adopt=self._adopt,
                 control_poll_s=self._control_poll_s,
+                on_start=self._note_labels if self.metrics is not None else None,
             )
             self._executor.start()
+
+    def _keep_metrics(self, metrics: MetricsSubscriber) -> None:
+        """Count every committed event, and read the gauges from here at each scrape."""
+        self.bus.subscribe(metrics)
+        metrics.track(
+            in_flight=lambda: self._executor.running if self._executor is not None else 0,
+            pending=lambda: self.store.count_runs("PENDING"),
+        )
+
+    def _note_labels(self, record: RunRecord) -> None:
+        """A run this process is about to execute: its labels, from its row."""
+        if self.metrics is not None:
+            task_type = getattr(record, "task_type", None)
+            self.metrics.note_run(
+                record.run_id, agent=record.agent, task_type=task_type, model=record.model
+            )
 
     async def aclose(self) -> None:
         """Stop executing (leases are released), close models, MCP servers and the store."""
@@ -347,6 +375,7 @@ class Harness:
                 events=[NewEvent(type="run_cancelled", payload=payload)],
             )
             if moved is not None:
+                self._note_labels(record)
                 self._publish(moved)
                 return
         await self.store.send_control(run_id, "cancel", {"by": by, "reason": reason})
@@ -523,6 +552,17 @@ def _read_only(home: Path) -> Path | None:
             writable = directory.is_dir() and os.access(directory, os.W_OK)
             return None if writable else directory
     return None
+
+
+def _metrics(metrics: bool | MetricsSubscriber) -> MetricsSubscriber | None:
+    """The subscriber asked for; prometheus_client is imported only when one is."""
+    if metrics is False:
+        return None
+    if metrics is True:
+        from harness.observability.metrics import MetricsSubscriber
+
+        return MetricsSubscriber()
+    return metrics
 
 
 def _encoded(record: RunRecord) -> dict[str, Any]:

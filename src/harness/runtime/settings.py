@@ -28,7 +28,14 @@ if TYPE_CHECKING:
     from harness.runtime._config_file import FileConfig
     from harness.tools.mcp import MCPServerConfig
 
-__all__ = ["CONFIG_FILE", "MODEL_ENV_PREFIX", "Settings", "harness_home", "load_settings"]
+__all__ = [
+    "CONFIG_FILE",
+    "MODEL_ENV_PREFIX",
+    "MetricsSettings",
+    "Settings",
+    "harness_home",
+    "load_settings",
+]
 
 CONFIG_FILE = "harness.toml"
 
@@ -43,6 +50,18 @@ booleans as written (`0.2`, `true`), lists as JSON arrays or comma-separated
 (`fallbacks=local,openai:gpt-4.1-mini`), `extra_body` as a JSON object. An empty value
 unsets the key, so that the built-in or default value applies.
 """
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricsSettings:
+    """`[observability] metrics_*`: where `harness worker` serves `/metrics`."""
+
+    port: int | None = None
+    """`metrics_port`: serve the metrics on this port; `None` serves none."""
+    host: str = "127.0.0.1"
+    """`metrics_host`: the address to listen on; a loopback one unless `allow_remote`."""
+    allow_remote: bool = False
+    """`metrics_allow_remote`: allow a host other than the loopback."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +86,8 @@ class Settings:
     store: str | None = None
     """The store to open: `HARNESS_STORE`, else `[store] url` or `path`; `None` is
     `HARNESS_HOME/harness.db`."""
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    """`[observability] metrics_*`: the worker's Prometheus endpoint."""
 
 
 def harness_home() -> Path:
@@ -103,6 +124,11 @@ def load_settings(home: Path | None = None) -> Settings:
             default_strategy=config.defaults.strategy,
             default_limits=config.defaults.limits.limits(),
             store=config.store.target(home),
+            metrics=MetricsSettings(
+                port=config.observability.metrics_port,
+                host=config.observability.metrics_host,
+                allow_remote=config.observability.metrics_allow_remote,
+            ),
         )
     env_model, env_store = os.environ.get("HARNESS_MODEL"), os.environ.get("HARNESS_STORE")
     return dataclasses.replace(

@@ -1,0 +1,101 @@
+"""What the metrics remember of each run between its events: labels and the open step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from harness.core.codec import usage_from_dict
+from harness.core.usage import Usage
+
+__all__ = ["RunLabels", "RunState", "RunTable", "read", "usage_of"]
+
+UNKNOWN = "unknown"
+_FALLBACK_PREFIX = "fallback:"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunLabels:
+    """What is known of a run's labels; `None` leaves what was known before."""
+
+    agent: str | None = None
+    """The agent's name."""
+    task_type: str | None = None
+    """The run's task type."""
+    model: str | None = None
+    """The run's model (a fallback chain's name stands for its first member)."""
+
+
+class RunState:
+    """One run as the metrics follow it."""
+
+    __slots__ = ("agent", "model", "step_started", "task_type")
+
+    def __init__(self) -> None:
+        self.agent = UNKNOWN
+        self.task_type = ""
+        self.model = UNKNOWN
+        """The model answering the current request."""
+        self.step_started: float | None = None
+        """When the open step started (its `step_started`), if one is open."""
+
+    def answering(self, model: str) -> None:
+        """A request went to `model`: a fallback chain's first member answers it first.
+
+        `FallbackModel.name` is `fallback:` and its members' names joined by commas.
+        """
+        if model.startswith(_FALLBACK_PREFIX):
+            model = model[len(_FALLBACK_PREFIX) :].split(",", 1)[0]
+        self.model = model
+
+
+class RunTable:
+    """The runs being followed, at most `limit` (the oldest is forgotten first)."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._runs: dict[str, RunState] = {}
+
+    def get(self, run_id: str) -> RunState:
+        """The run's state; a run never seen starts with unknown labels."""
+        run = self._runs.get(run_id)
+        if run is None:
+            if len(self._runs) >= self._limit:
+                del self._runs[next(iter(self._runs))]
+            run = self._runs[run_id] = RunState()
+        return run
+
+    def learn(self, run_id: str, labels: RunLabels) -> None:
+        """Keep what `labels` tells of the run."""
+        run = self.get(run_id)
+        if labels.agent is not None:
+            run.agent = labels.agent
+        if labels.task_type is not None:
+            run.task_type = labels.task_type
+        if labels.model is not None:
+            run.answering(labels.model)
+
+    def forget(self, run_id: str) -> None:
+        """Stop following the run (it ended, or paused)."""
+        self._runs.pop(run_id, None)
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+
+def read(payload: Any, name: str) -> Any:
+    """Field `name` of an event payload (`None` when absent)."""
+    if isinstance(payload, Mapping):
+        return cast("Mapping[str, Any]", payload).get(name)
+    return getattr(payload, name, None)
+
+
+def usage_of(payload: Any) -> Usage:
+    """The `usage` of an event payload."""
+    value = read(payload, "usage")
+    if isinstance(value, Usage):
+        return value
+    if isinstance(value, Mapping):
+        return usage_from_dict(dict(cast("Mapping[str, Any]", value)))
+    return Usage()

@@ -1,0 +1,299 @@
+"""Prometheus metrics of runs, kept by a subscriber of the event bus.
+
+The one home of `prometheus_client`. A `MetricsSubscriber` sees each event once it is
+committed and counts it in a registry of its own (never the library's global one, so that
+several `Harness` objects in one process keep apart). Every name starts with `harness_`
+and carries its unit:
+
+```text
+harness_runs_finished_total{agent,task_type,termination}    runs ended (finished, failed, cancelled)
+harness_runs_in_flight                                      runs executing in this process
+harness_runs_pending                                        PENDING runs in the store (at scrape)
+harness_step_duration_seconds{agent,task_type}              histogram: step_started to the next step
+harness_model_call_duration_seconds{model}                  histogram: a call, retries included
+harness_model_retries_total{model}                          retries of failed model calls
+harness_model_fallbacks_total{from_model,to_model,reason}   moves to a fallback model
+harness_model_tokens_total{model,task_type,kind}            kind: input, output, cached, reasoning
+harness_model_cost_usd_total{model,task_type}               from the profiles' prices
+harness_tool_calls_total{tool,status}                       status: ok, error, timeout, denied, ...
+harness_tool_duration_seconds{tool}                         histogram (calls that ran)
+harness_context_tokens{model}                               histogram: input tokens of each request
+harness_context_compactions_total{tier}                     trim, summarize, stage_summary
+```
+
+Labels are bounded: never a run id, call id or text, and each dimension keeps its first
+`max_label_values` distinct values; later ones are counted as `other`. The model label is
+the model that answered: the first member of a fallback chain, or the one it fell back to.
+Tokens and cost of a compaction's summary request count under the run's model too. A run
+without a task type has `task_type=""`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, TypeVar
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+
+from harness.core.events import RunEvent
+from harness.core.usage import Usage
+from harness.observability._runs import RunLabels, RunState, RunTable, read, usage_of
+
+__all__ = ["CONTENT_TYPE", "OTHER", "MetricsSubscriber"]
+
+CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
+"""The media type of `MetricsSubscriber.render`'s text (Prometheus text format 0.0.4)."""
+
+OTHER: Final = "other"
+"""The label value of everything past a dimension's first `max_label_values` values."""
+
+_MAX_CHARS = 120
+_STEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
+_MODEL_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300)
+_TOOL_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120)
+_TOKEN_BUCKETS = tuple(float(2**n) for n in range(8, 21))  # 256 … 1,048,576
+_ENDS: Final = frozenset({"run_finished", "run_failed", "run_cancelled"})
+_DIMENSIONS = ("agent", "task_type", "model", "tool", "status", "reason", "tier", "termination")
+_Family = TypeVar("_Family", Counter, Histogram)
+
+
+class _Capped:
+    """The label values of one dimension: the first `limit` distinct ones, then `other`."""
+
+    __slots__ = ("_limit", "_seen")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._seen: dict[str, str] = {}
+
+    def __call__(self, value: str) -> str:
+        kept = self._seen.get(value)
+        if kept is not None:
+            return kept
+        if len(self._seen) >= self._limit:
+            return OTHER
+        kept = self._seen[value] = value[:_MAX_CHARS]
+        return kept
+
+
+class _Instruments:
+    """The metric families, registered in one registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def counter(name: str, doc: str, *labels: str) -> Counter:
+            return Counter(name, doc, labels, registry=registry)
+
+        def histogram(name: str, doc: str, buckets: tuple[float, ...], *labels: str) -> Histogram:
+            return Histogram(name, doc, labels, registry=registry, buckets=buckets)
+
+        self.runs = counter(
+            "harness_runs_finished", "Runs ended.", "agent", "task_type", "termination"
+        )
+        self.steps = histogram(
+            "harness_step_duration_seconds", "Step duration.", _STEP_BUCKETS, "agent", "task_type"
+        )
+        self.model_calls = histogram(
+            "harness_model_call_duration_seconds", "Model call duration.", _MODEL_BUCKETS, "model"
+        )
+        self.retries = counter("harness_model_retries", "Model call retries.", "model")
+        self.fallbacks = counter(
+            "harness_model_fallbacks", "Fallbacks.", "from_model", "to_model", "reason"
+        )
+        self.tokens = counter("harness_model_tokens", "Tokens.", "model", "task_type", "kind")
+        self.cost = counter("harness_model_cost_usd", "Cost in USD.", "model", "task_type")
+        self.tool_calls = counter("harness_tool_calls", "Tool calls.", "tool", "status")
+        self.tool_duration = histogram(
+            "harness_tool_duration_seconds", "Tool call duration.", _TOOL_BUCKETS, "tool"
+        )
+        self.context = histogram(
+            "harness_context_tokens", "Input tokens per model request.", _TOKEN_BUCKETS, "model"
+        )
+        self.compactions = counter("harness_context_compactions", "Compactions.", "tier")
+
+
+class MetricsSubscriber:
+    """Counts committed run events as Prometheus metrics; subscribe it to an `EventBus`.
+
+    Args:
+        max_label_values: Distinct values kept per label dimension (agents, task types,
+            models, tools, …); later ones are counted as `other`.
+        max_runs: Runs whose labels are remembered at once (the oldest are forgotten).
+    """
+
+    def __init__(self, *, max_label_values: int = 50, max_runs: int = 10_000) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        """The registry that holds this subscriber's metrics (not the global one)."""
+        self._m = _Instruments(self.registry)
+        caps = {name: _Capped(max_label_values) for name in _DIMENSIONS}
+        self._agent, self._task_type, self._model = caps["agent"], caps["task_type"], caps["model"]
+        self._tool, self._status, self._reason = caps["tool"], caps["status"], caps["reason"]
+        self._tier, self._termination = caps["tier"], caps["termination"]
+        self._runs = RunTable(max_runs)
+        self._pending: Callable[[], Awaitable[int]] | None = None
+        self._in_flight: Callable[[], int] = lambda: 0
+        self._pending_gauge: Gauge | None = None
+        self._children: dict[tuple[Any, ...], Any] = {}
+        self._handlers: dict[str, Callable[[RunEvent], None]] = {
+            "run_submitted": self._submitted,
+            "run_started": self._started,
+            "step_started": self._step,
+            "model_called": self._called,
+            "model_retry": self._retry,
+            "model_fallback": self._fallback,
+            "model_responded": self._responded,
+            "context_compacted": self._compacted,
+            "tool_completed": self._tool_completed,
+            "run_paused": self._paused,
+            **dict.fromkeys(_ENDS, self._ended),
+        }
+
+    def __call__(self, event: RunEvent) -> None:
+        """Count one committed event (the `EventBus` subscriber)."""
+        handler = self._handlers.get(event.type)
+        if handler is not None:
+            handler(event)
+
+    def note_run(
+        self, run_id: str, *, agent: str, task_type: str | None = None, model: str | None = None
+    ) -> None:
+        """Tell the labels of a run this process took from the store (claimed, taken over).
+
+        Its later events are counted under them, even though this process never saw the
+        run's `run_submitted`.
+        """
+        self._runs.learn(run_id, RunLabels(agent=agent, task_type=task_type, model=model))
+
+    def track(self, *, in_flight: Callable[[], int], pending: Callable[[], Awaitable[int]]) -> None:
+        """Add the gauges read at scrape time: runs executing here, and queued runs.
+
+        Called again (the subscriber reused by another `Harness`), it reads the new ones.
+
+        Args:
+            in_flight: How many runs this process executes now.
+            pending: How many runs wait in the store (`PENDING`), from any process.
+        """
+        if self._pending_gauge is None:
+            registry = self.registry
+            running = Gauge("harness_runs_in_flight", "Runs executing here.", registry=registry)
+            running.set_function(lambda: float(self._in_flight()))
+            self._pending_gauge = Gauge(
+                "harness_runs_pending", "Runs waiting in the store.", registry=registry
+            )
+        self._in_flight, self._pending = in_flight, pending
+
+    async def render(self) -> bytes:
+        """The metrics in the Prometheus text format (`CONTENT_TYPE`), gauges read now."""
+        if self._pending is not None and self._pending_gauge is not None:
+            self._pending_gauge.set(await self._pending())
+        return generate_latest(self.registry)
+
+    # --- one handler per event type -------------------------------------------------
+
+    def _submitted(self, event: RunEvent) -> None:
+        p = event.payload
+        self._runs.learn(
+            event.run_id, RunLabels(agent=read(p, "agent"), task_type=read(p, "task_type"))
+        )
+
+    def _started(self, event: RunEvent) -> None:
+        p = event.payload
+        labels = RunLabels(
+            agent=read(p, "agent"), task_type=read(p, "task_type"), model=read(p, "model")
+        )
+        self._runs.learn(event.run_id, labels)
+
+    def _step(self, event: RunEvent) -> None:
+        run = self._runs.get(event.run_id)
+        self._close_step(run, event.ts)
+        run.step_started = event.ts
+
+    def _called(self, event: RunEvent) -> None:
+        self._runs.get(event.run_id).answering(str(read(event.payload, "model")))
+
+    def _retry(self, event: RunEvent) -> None:
+        self._child(self._m.retries, self._model(str(read(event.payload, "model")))).inc()
+
+    def _fallback(self, event: RunEvent) -> None:
+        p = event.payload
+        to_model = str(read(p, "to_model"))
+        from_model = self._model(str(read(p, "from_model")))
+        reason = self._reason(str(read(p, "reason")))
+        self._child(self._m.fallbacks, from_model, self._model(to_model), reason).inc()
+        self._runs.get(event.run_id).model = to_model
+
+    def _responded(self, event: RunEvent) -> None:
+        p, run = event.payload, self._runs.get(event.run_id)
+        model = self._model(run.model)
+        usage = usage_of(p)
+        self._count_usage(model, self._task_type(run.task_type), usage)
+        self._child(self._m.model_calls, model).observe(float(read(p, "duration_s") or 0.0))
+        if usage.input_tokens > 0:
+            self._child(self._m.context, model).observe(usage.input_tokens)
+
+    def _compacted(self, event: RunEvent) -> None:
+        p, run = event.payload, self._runs.get(event.run_id)
+        self._child(self._m.compactions, self._tier(str(read(p, "tier")))).inc()
+        model, task_type = self._model(run.model), self._task_type(run.task_type)
+        self._count_usage(model, task_type, usage_of(p))
+
+    def _tool_completed(self, event: RunEvent) -> None:
+        p = event.payload
+        tool, status = self._tool(str(read(p, "tool"))), self._status(str(read(p, "status")))
+        self._child(self._m.tool_calls, tool, status).inc()
+        if status != "not_run":
+            self._child(self._m.tool_duration, tool).observe(float(read(p, "duration_s") or 0.0))
+
+    def _paused(self, event: RunEvent) -> None:
+        self._close_step(self._runs.get(event.run_id), event.ts)
+        self._runs.forget(event.run_id)
+
+    def _ended(self, event: RunEvent) -> None:
+        run = self._runs.get(event.run_id)
+        self._close_step(run, event.ts)
+        cancelled = event.type == "run_cancelled"
+        termination = self._termination(
+            "cancelled" if cancelled else str(read(event.payload, "termination"))
+        )
+        agent, task_type = self._agent(run.agent), self._task_type(run.task_type)
+        self._child(self._m.runs, agent, task_type, termination).inc()
+        self._runs.forget(event.run_id)
+
+    # --- helpers --------------------------------------------------------------------
+
+    def _close_step(self, run: RunState, ts: float) -> None:
+        if run.step_started is None:
+            return
+        agent, task_type = self._agent(run.agent), self._task_type(run.task_type)
+        self._child(self._m.steps, agent, task_type).observe(max(0.0, ts - run.step_started))
+        run.step_started = None
+
+    def _count_usage(self, model: str, task_type: str, usage: Usage) -> None:
+        tokens = self._tokens(model, task_type)
+        for child, value in zip(
+            tokens,
+            (usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.reasoning_tokens),
+            strict=True,
+        ):
+            if value:
+                child.inc(value)
+        if usage.cost_usd:
+            self._child(self._m.cost, model, task_type).inc(usage.cost_usd)
+
+    def _tokens(self, model: str, task_type: str) -> tuple[Counter, ...]:
+        """The four token counters of a model and task type (input, output, cached, reasoning)."""
+        key = ("tokens", model, task_type)
+        found: tuple[Counter, ...] | None = self._children.get(key)
+        if found is None:
+            kinds = ("input", "output", "cached", "reasoning")
+            found = tuple(self._m.tokens.labels(model, task_type, kind) for kind in kinds)
+            self._children[key] = found
+        return found
+
+    def _child(self, family: _Family, *labels: str) -> _Family:
+        """The child of `family` with `labels`, bound once and kept (bounded by the caps)."""
+        key = (id(family), *labels)
+        child: _Family | None = self._children.get(key)
+        if child is None:
+            child = self._children[key] = family.labels(*labels)
+        return child

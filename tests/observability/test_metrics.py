@@ -140,7 +140,9 @@ async def run_batch(h: Harness, issued: list[Usage]) -> None:
             name="long",
             model=compacting_model(issued),
             tools=[inspect],
-            context=ContextPolicy(context_window=2500),
+            context=ContextPolicy(
+                context_window=2500, trim_at=0.5, summarize_at=0.5, keep_last_turns=1
+            ),
         ),
     ]
     results = await asyncio.gather(
@@ -206,7 +208,7 @@ async def test_a_scripted_batch_is_counted_exactly(tmp_path: Path) -> None:
 
     # compactions by tier, and steps: as many as the store recorded
     tiers = Counter(str(e.payload["tier"]) for e in events if e.type == "context_compacted")
-    assert tiers["summarize"] + tiers["stage_summary"] >= 1, tiers  # summaries were paid for
+    assert tiers["summarize"] >= 1, tiers  # summaries were paid for  # summaries were paid for
     assert len(issued) > 11  # 10 inspections and the answer, and the summary requests
     for tier, count in tiers.items():
         assert page.value("harness_context_compactions_total", tier=tier) == count

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from scrape import get
 
 from harness import Harness
@@ -97,3 +98,18 @@ def test_a_non_loopback_host_is_refused_unless_allowed(tmp_path: Path) -> None:
     assert "not a loopback address" in done.stderr + done.stdout
     assert "--metrics-allow-remote" in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_observability_keys_are_read_and_checked(tmp_path: Path) -> None:
+    from harness.errors import ConfigError
+    from harness.runtime import load_settings
+
+    toml = tmp_path / "harness.toml"
+    toml.write_text(
+        '[observability]\nmetrics_port = 9464\nmetrics_host = "::1"\nmetrics_allow_remote = true\n'
+    )
+    metrics = load_settings(tmp_path).metrics
+    assert (metrics.port, metrics.host, metrics.allow_remote) == (9464, "::1", True)
+    toml.write_text("[observability]\nmetrics_port = 70000\n")
+    with pytest.raises(ConfigError, match=r"observability\.metrics_port"):
+        load_settings(tmp_path)

@@ -15,7 +15,7 @@ harness_model_retries_total{model}                          retries of failed mo
 harness_model_fallbacks_total{from_model,to_model,reason}   moves to a fallback model
 harness_model_tokens_total{model,task_type,kind}            kind: input, output, cached, reasoning
 harness_model_cost_usd_total{model,task_type}               from the profiles' prices
-harness_tool_calls_total{tool,status}                       status: ok, error, timeout, denied, ...
+harness_tool_calls_total{tool,status}                       ok, tool_error, tool_timeout, denied, …
 harness_tool_duration_seconds{tool}                         histogram (calls that ran)
 harness_context_tokens{model}                               histogram: input tokens of each request
 harness_context_compactions_total{tier}                     trim, summarize, stage_summary
@@ -34,7 +34,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from harness.core.events import RunEvent
 from harness.core.usage import Usage
@@ -42,7 +41,7 @@ from harness.observability._runs import RunLabels, RunState, RunTable, read, usa
 
 __all__ = ["CONTENT_TYPE", "OTHER", "MetricsSubscriber"]
 
-CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
+CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 """The media type of `MetricsSubscriber.render`'s text (Prometheus text format 0.0.4)."""
 
 OTHER: Final = "other"
@@ -88,28 +87,47 @@ class _Instruments:
             return Histogram(name, doc, labels, registry=registry, buckets=buckets)
 
         self.runs = counter(
-            "harness_runs_finished", "Runs ended.", "agent", "task_type", "termination"
+            "harness_runs_finished",
+            "Runs that ended (finished, failed or cancelled), by termination reason.",
+            *("agent", "task_type", "termination"),
         )
         self.steps = histogram(
-            "harness_step_duration_seconds", "Step duration.", _STEP_BUCKETS, "agent", "task_type"
+            "harness_step_duration_seconds",
+            "Steps, from step_started to the next step or the run's end or pause.",
+            _STEP_BUCKETS,
+            *("agent", "task_type"),
         )
         self.model_calls = histogram(
-            "harness_model_call_duration_seconds", "Model call duration.", _MODEL_BUCKETS, "model"
+            "harness_model_call_duration_seconds",
+            "Model calls, retries and fallbacks included.",
+            _MODEL_BUCKETS,
+            "model",
         )
-        self.retries = counter("harness_model_retries", "Model call retries.", "model")
+        self.retries = counter("harness_model_retries", "Retries of failed model calls.", "model")
         self.fallbacks = counter(
-            "harness_model_fallbacks", "Fallbacks.", "from_model", "to_model", "reason"
+            "harness_model_fallbacks",
+            "Requests moved to a fallback model.",
+            *("from_model", "to_model", "reason"),
         )
-        self.tokens = counter("harness_model_tokens", "Tokens.", "model", "task_type", "kind")
-        self.cost = counter("harness_model_cost_usd", "Cost in USD.", "model", "task_type")
-        self.tool_calls = counter("harness_tool_calls", "Tool calls.", "tool", "status")
+        self.tokens = counter(
+            "harness_model_tokens",
+            "Model tokens by kind: input (cached included), output (reasoning included), "
+            "cached, reasoning.",
+            *("model", "task_type", "kind"),
+        )
+        self.cost = counter(
+            "harness_model_cost_usd", "Model cost in US dollars.", "model", "task_type"
+        )
+        self.tool_calls = counter("harness_tool_calls", "Tool calls, by status.", "tool", "status")
         self.tool_duration = histogram(
-            "harness_tool_duration_seconds", "Tool call duration.", _TOOL_BUCKETS, "tool"
+            "harness_tool_duration_seconds", "Tool calls that ran.", _TOOL_BUCKETS, "tool"
         )
         self.context = histogram(
-            "harness_context_tokens", "Input tokens per model request.", _TOKEN_BUCKETS, "model"
+            "harness_context_tokens", "Input tokens of each model request.", _TOKEN_BUCKETS, "model"
         )
-        self.compactions = counter("harness_context_compactions", "Compactions.", "tier")
+        self.compactions = counter(
+            "harness_context_compactions", "Context compactions, by tier.", "tier"
+        )
 
 
 class MetricsSubscriber:

@@ -177,21 +177,21 @@ class ActiveRun:
 
         Without tools, calls the model makes anyway are dropped from its message. A turn
         that offers no tools and may give the final answer (`answer`) asks for the
-        agent's output type natively, when it has one.
+        agent's output type natively, when it has one. The closing turn of a stopped run
+        (`wrap_up`, with the stop's `reason`) says so in its `step_started` event.
 
         The reply and the usage of the call are durable before anything else happens (a
         reply with tool calls commits with its `tool_started` events): a crash from here on
         never loses what the call cost, and a resumed run goes on from the reply.
         """
-        started = StepStarted(step=self._steps + 1, wrap_up=wrap_up, reason=reason)
-        return (await self._reply(tools, answer, started))[0]
+        return (await self._reply(tools, answer, wrap_up=wrap_up, reason=reason))[0]
 
     async def _reply(
-        self, tools: bool, answer: bool, started: StepStarted | None = None
+        self, tools: bool, answer: bool, *, wrap_up: bool = False, reason: str | None = None
     ) -> tuple[Message, tuple[ToolCall, ...]]:
         """`respond`, and the calls dropped from a reply on a turn without tools."""
         self._steps += 1
-        self.emit(started or StepStarted(step=self._steps))
+        self.emit(StepStarted(step=self._steps, wrap_up=wrap_up, reason=reason))
         response = await self._call_model(tools, answer)
         message = response.message
         dropped = () if tools else message.tool_calls

@@ -14,6 +14,7 @@ from pathlib import Path
 from scrape import parse, scrape
 
 from harness import Agent, Harness, Limits, Message, ModelRequest, ModelResponse, Usage, tool
+from harness.core.events import ContextCompacted, payloads
 from harness.errors import ModelAPIError, ToolError
 from harness.gateway.wrappers import FallbackModel, RetryingModel
 from harness.memory import ContextPolicy
@@ -207,7 +208,7 @@ async def test_a_scripted_batch_is_counted_exactly(tmp_path: Path) -> None:
     assert page.value("harness_tool_duration_seconds_count", tool="explode") == 3
 
     # compactions by tier, and steps: as many as the store recorded
-    tiers = Counter(str(e.payload["tier"]) for e in events if e.type == "context_compacted")
+    tiers = Counter(c.tier for c in payloads(events, ContextCompacted))
     assert tiers["summarize"] >= 1, tiers  # summaries were paid for  # summaries were paid for
     assert len(issued) > 11  # 10 inspections and the answer, and the summary requests
     for tier, count in tiers.items():

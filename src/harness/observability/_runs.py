@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
 
-from harness.core.codec import usage_from_dict
-from harness.core.usage import Usage
-
-__all__ = ["RunLabels", "RunState", "RunTable", "read", "usage_of"]
+__all__ = ["RunLabels", "RunState", "RunTable"]
 
 UNKNOWN = "unknown"
 _FALLBACK_PREFIX = "fallback:"
@@ -82,20 +77,3 @@ class RunTable:
 
     def __len__(self) -> int:
         return len(self._runs)
-
-
-def read(payload: Any, name: str) -> Any:
-    """Field `name` of an event payload (`None` when absent)."""
-    if isinstance(payload, Mapping):
-        return cast("Mapping[str, Any]", payload).get(name)
-    return getattr(payload, name, None)
-
-
-def usage_of(payload: Any) -> Usage:
-    """The `usage` of an event payload."""
-    value = read(payload, "usage")
-    if isinstance(value, Usage):
-        return value
-    if isinstance(value, Mapping):
-        return usage_from_dict(dict(cast("Mapping[str, Any]", value)))
-    return Usage()

@@ -35,9 +35,25 @@ from typing import Any, Final, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from harness.core.events import RunEvent
+from harness.core.events import (
+    ContextCompacted,
+    EventPayload,
+    ModelCalled,
+    ModelFallback,
+    ModelResponded,
+    ModelRetry,
+    RunCancelled,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunPaused,
+    RunStarted,
+    RunSubmitted,
+    StepStarted,
+    ToolCompleted,
+)
 from harness.core.usage import Usage
-from harness.observability._runs import RunLabels, RunState, RunTable, read, usage_of
+from harness.observability._runs import RunLabels, RunState, RunTable
 
 __all__ = ["CONTENT_TYPE", "OTHER", "MetricsSubscriber"]
 
@@ -52,7 +68,6 @@ _STEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
 _MODEL_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300)
 _TOOL_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120)
 _TOKEN_BUCKETS = tuple(float(2**n) for n in range(8, 21))  # 256 … 1,048,576
-_ENDS: Final = frozenset({"run_finished", "run_failed", "run_cancelled"})
 _DIMENSIONS = ("agent", "task_type", "model", "tool", "status", "reason", "tier", "termination")
 _Family = TypeVar("_Family", Counter, Histogram)
 
@@ -152,25 +167,27 @@ class MetricsSubscriber:
         self._in_flight: Callable[[], int] = lambda: 0
         self._pending_gauge: Gauge | None = None
         self._children: dict[tuple[Any, ...], Any] = {}
-        self._handlers: dict[str, Callable[[RunEvent], None]] = {
-            "run_submitted": self._submitted,
-            "run_started": self._started,
-            "step_started": self._step,
-            "model_called": self._called,
-            "model_retry": self._retry,
-            "model_fallback": self._fallback,
-            "model_responded": self._responded,
-            "context_compacted": self._compacted,
-            "tool_completed": self._tool_completed,
-            "run_paused": self._paused,
-            **dict.fromkeys(_ENDS, self._ended),
+        self._handlers: dict[type[EventPayload], Callable[[RunEvent, Any], None]] = {
+            RunSubmitted: self._submitted,
+            RunStarted: self._started,
+            StepStarted: self._step,
+            ModelCalled: self._called,
+            ModelRetry: self._retry,
+            ModelFallback: self._fallback,
+            ModelResponded: self._responded,
+            ContextCompacted: self._compacted,
+            ToolCompleted: self._tool_completed,
+            RunPaused: self._paused,
+            RunFinished: self._ended,
+            RunFailed: self._ended,
+            RunCancelled: self._ended,
         }
 
     def __call__(self, event: RunEvent) -> None:
         """Count one committed event (the `EventBus` subscriber)."""
-        handler = self._handlers.get(event.type)
+        handler = self._handlers.get(type(event.payload))
         if handler is not None:
-            handler(event)
+            handler(event, event.payload)
 
     def note_run(
         self, run_id: str, *, agent: str, task_type: str | None = None, model: str | None = None
@@ -208,73 +225,59 @@ class MetricsSubscriber:
 
     # --- one handler per event type -------------------------------------------------
 
-    def _submitted(self, event: RunEvent) -> None:
-        p = event.payload
-        self._runs.learn(
-            event.run_id, RunLabels(agent=read(p, "agent"), task_type=read(p, "task_type"))
-        )
+    def _submitted(self, event: RunEvent, p: RunSubmitted) -> None:
+        self._runs.learn(event.run_id, RunLabels(agent=p.agent, task_type=p.task_type))
 
-    def _started(self, event: RunEvent) -> None:
-        p = event.payload
-        labels = RunLabels(
-            agent=read(p, "agent"), task_type=read(p, "task_type"), model=read(p, "model")
-        )
+    def _started(self, event: RunEvent, p: RunStarted) -> None:
+        labels = RunLabels(agent=p.agent, task_type=p.task_type, model=p.model)
         self._runs.learn(event.run_id, labels)
 
-    def _step(self, event: RunEvent) -> None:
+    def _step(self, event: RunEvent, _: StepStarted) -> None:
         run = self._runs.get(event.run_id)
         self._close_step(run, event.ts)
         run.step_started = event.ts
 
-    def _called(self, event: RunEvent) -> None:
-        self._runs.get(event.run_id).answering(str(read(event.payload, "model")))
+    def _called(self, event: RunEvent, p: ModelCalled) -> None:
+        self._runs.get(event.run_id).answering(p.model)
 
-    def _retry(self, event: RunEvent) -> None:
-        self._child(self._m.retries, self._model(str(read(event.payload, "model")))).inc()
+    def _retry(self, _: RunEvent, p: ModelRetry) -> None:
+        self._child(self._m.retries, self._model(p.model)).inc()
 
-    def _fallback(self, event: RunEvent) -> None:
-        p = event.payload
-        to_model = str(read(p, "to_model"))
-        from_model = self._model(str(read(p, "from_model")))
-        reason = self._reason(str(read(p, "reason")))
-        self._child(self._m.fallbacks, from_model, self._model(to_model), reason).inc()
-        self._runs.get(event.run_id).model = to_model
+    def _fallback(self, event: RunEvent, p: ModelFallback) -> None:
+        from_model, to_model = self._model(p.from_model), self._model(p.to_model)
+        self._child(self._m.fallbacks, from_model, to_model, self._reason(p.reason)).inc()
+        self._runs.get(event.run_id).model = p.to_model
 
-    def _responded(self, event: RunEvent) -> None:
-        p, run = event.payload, self._runs.get(event.run_id)
+    def _responded(self, event: RunEvent, p: ModelResponded) -> None:
+        run = self._runs.get(event.run_id)
         model = self._model(run.model)
-        usage = usage_of(p)
-        self._count_usage(model, self._task_type(run.task_type), usage)
-        self._child(self._m.model_calls, model).observe(float(read(p, "duration_s") or 0.0))
-        if usage.input_tokens > 0:
-            self._child(self._m.context, model).observe(usage.input_tokens)
+        self._count_usage(model, self._task_type(run.task_type), p.usage)
+        self._child(self._m.model_calls, model).observe(p.duration_s)
+        if p.usage.input_tokens > 0:
+            self._child(self._m.context, model).observe(p.usage.input_tokens)
 
-    def _compacted(self, event: RunEvent) -> None:
-        p, run = event.payload, self._runs.get(event.run_id)
-        self._child(self._m.compactions, self._tier(str(read(p, "tier")))).inc()
+    def _compacted(self, event: RunEvent, p: ContextCompacted) -> None:
+        run = self._runs.get(event.run_id)
+        self._child(self._m.compactions, self._tier(p.tier)).inc()
         model, task_type = self._model(run.model), self._task_type(run.task_type)
-        self._count_usage(model, task_type, usage_of(p))
+        self._count_usage(model, task_type, p.usage)
 
-    def _tool_completed(self, event: RunEvent) -> None:
-        p = event.payload
-        tool, status = self._tool(str(read(p, "tool"))), self._status(str(read(p, "status")))
+    def _tool_completed(self, _: RunEvent, p: ToolCompleted) -> None:
+        tool, status = self._tool(p.tool), self._status(p.status)
         self._child(self._m.tool_calls, tool, status).inc()
-        if status != "not_run":
-            self._child(self._m.tool_duration, tool).observe(float(read(p, "duration_s") or 0.0))
+        if p.status != "not_run":
+            self._child(self._m.tool_duration, tool).observe(p.duration_s)
 
-    def _paused(self, event: RunEvent) -> None:
+    def _paused(self, event: RunEvent, _: RunPaused) -> None:
         self._close_step(self._runs.get(event.run_id), event.ts)
         self._runs.forget(event.run_id)
 
-    def _ended(self, event: RunEvent) -> None:
+    def _ended(self, event: RunEvent, p: RunFinished | RunFailed | RunCancelled) -> None:
         run = self._runs.get(event.run_id)
         self._close_step(run, event.ts)
-        cancelled = event.type == "run_cancelled"
-        termination = self._termination(
-            "cancelled" if cancelled else str(read(event.payload, "termination"))
-        )
+        reason = "cancelled" if isinstance(p, RunCancelled) else p.termination
         agent, task_type = self._agent(run.agent), self._task_type(run.task_type)
-        self._child(self._m.runs, agent, task_type, termination).inc()
+        self._child(self._m.runs, agent, task_type, self._termination(reason)).inc()
         self._runs.forget(event.run_id)
 
     # --- helpers --------------------------------------------------------------------

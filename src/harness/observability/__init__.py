@@ -1,0 +1,1 @@
+"""Observability: what runs did, from the event bus and the store; no lower layer imports it."""

@@ -272,11 +272,11 @@ def test_the_screen_draws_bars_and_a_sparkline(home: Path) -> None:
     assert lines[0] == "6 runs in the last 7d · 12 steps · 7 tool calls (0.58 per step)"
     assert lines[1] == "states  COMPLETED 5 · FAILED 1"
     final = next(line for line in lines if line.startswith("final_answer"))
-    assert final.split()[1:] == ["█" * 12 + "·" * 12, "3", "50%"]
+    assert final.split()[1:] == ["█" * 10 + "·" * 10, "3", "50%"]
     add_row = next(line for line in lines if line.startswith("add "))
-    assert add_row.split()[1:5] == ["5", "0.42", "█" * 24, "100%"]
+    assert add_row.split()[1:5] == ["5", "0.42", "█" * 20, "100%"]
     flaky_row = next(line for line in lines if line.startswith("flaky "))
-    assert flaky_row.split()[1:5] == ["1", "0.08", "░" * 24, "0%"]
+    assert flaky_row.split()[1:5] == ["1", "0.08", "░" * 20, "0%"]
     assert add_row.split()[-1] == "1"  # not run
     # medians 100, 220, 350 on a scale from 0 to 350: ▁ + round(7x/350)
     spark = next(line for line in lines if "step 1: 100 → step 3: 350" in line)

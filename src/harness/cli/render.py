@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
@@ -173,19 +174,22 @@ def print_note(message: str) -> None:
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 _SPARKS = "▁▂▃▄▅▆▇█"
-_BAR_WIDTH = 24
+_BAR_WIDTH = 20
 _TERMINATION_STYLE = {"final_answer": "green", "error": "red", "cancelled": "dim"}
 
 
-def print_stats(stats: Stats, window: str, console: Console | None = None) -> None:
+def print_stats(
+    stats: Stats, window: str, *, file: TextIO | None = None, width: int | None = None
+) -> None:
     """Draw the statistics of past runs: bars, a sparkline and percentiles.
 
     Args:
         stats: What `compute_stats` found.
         window: The window in words, e.g. `in the last 7d`.
-        console: Where to draw; standard output by default.
+        file: Where to draw; standard output by default.
+        width: Columns to draw in; the terminal's (or `COLUMNS`) by default.
     """
-    out = console or Console(highlight=False)
+    out = Console(file=file, width=width, highlight=False)
     scope = "".join(
         f" · {label} {escape(value)}"
         for label, value in (("agent", stats.agent), ("task type", stats.task_type))
@@ -259,12 +263,12 @@ def sparkline(values: Sequence[float]) -> str:
     top = max(values, default=0.0)
     if top <= 0:
         return _SPARKS[0] * len(values)
-    return "".join(_SPARKS[round(v / top * (len(_SPARKS) - 1))] for v in values)
+    return "".join(_SPARKS[_rounded(v / top * (len(_SPARKS) - 1))] for v in values)
 
 
 def _bar(fraction: float, style: str, width: int = _BAR_WIDTH) -> Text:
     """A horizontal bar `fraction` (0 to 1) of `width` cells long, to an eighth of a cell."""
-    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    eighths = _rounded(max(0.0, min(1.0, fraction)) * width * 8)
     full, part = divmod(eighths, 8)
     drawn = "█" * full + (_EIGHTHS[part] if part else "")
     return Text(drawn, style=style) + Text("·" * (width - len(drawn)), style="dim")
@@ -274,8 +278,13 @@ def _split_bar(ok: int, failed: int, width: int = _BAR_WIDTH) -> Text:
     """A bar of whole cells: █ (green) for the calls that succeeded, ░ (red) for the rest."""
     if not ok + failed:
         return Text("·" * width, style="dim")
-    green = round(ok / (ok + failed) * width)
+    green = _rounded(ok / (ok + failed) * width)
     return Text("█" * green, style="green") + Text("░" * (width - green), style="red")
+
+
+def _rounded(value: float) -> int:
+    """`value` to the nearest whole number, halves up (`round` takes halves to even)."""
+    return math.floor(value + 0.5)
 
 
 def _table(*headers: str) -> Table:

@@ -14,6 +14,7 @@ The batch (every number asserted below is counted by hand from it):
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -30,9 +31,9 @@ from harness.core import Message, Usage
 from harness.errors import ConfigError, ToolError
 from harness.gateway.model import ModelResponse
 from harness.observability._window import parse_since
-from harness.observability.stats import Stats, compute_stats, percentile, stats_to_dict
+from harness.observability.stats import Spread, Stats, compute_stats, percentile, stats_to_dict
 from harness.runtime import Settings
-from harness.store import open_store
+from harness.store import NewEvent, NewRun, StepWrite, open_store
 from harness.testing import FunctionModel, call, reply
 
 HARNESS = str(Path(sys.executable).parent / "harness")
@@ -317,3 +318,63 @@ def test_an_unknown_flag_is_a_usage_error(tmp_path: Path) -> None:
     done = cli(tmp_path, "--by", "tool")
     assert done.returncode == 2
     assert "--by" in done.stderr
+
+
+# Where a step ends.
+
+
+async def test_a_step_ends_at_the_next_step_a_pause_or_the_end(store_target: str) -> None:
+    def at(ts: float, kind: str, **payload: object) -> NewEvent:
+        return NewEvent(type=kind, payload=payload, ts=ts)  # type: ignore[arg-type]
+
+    store = await open_store(store_target)
+    try:
+        await store.create_run(NewRun(run_id="r", agent="ops"))
+        timeline = [
+            at(10, "step_started", step=1),
+            at(13, "step_started", step=2),
+            at(14, "run_paused"),
+            at(100, "run_resumed"),
+            at(101, "step_started", step=3),
+            at(500, "run_recovered", previous_owner="dead"),  # step 3 cut short: not timed
+            at(501, "step_started", step=3),
+            at(503, "run_finished", termination="final_answer"),
+        ]
+        await store.append(StepWrite(run_id="r", events=timeline))
+        stats = await compute_stats(store)
+    finally:
+        await store.close()
+    assert stats.steps == 4
+    # 13 - 10, 14 - 13 and 503 - 501 seconds
+    assert stats.step_latency_s == Spread(count=3, p50=2.0, p95=pytest.approx(2.9))
+
+
+async def test_time_paused_is_no_step_time(tmp_path: Path) -> None:
+    requests = 0
+
+    def count_then_answer(request: ModelRequest) -> Message:
+        nonlocal requests
+        requests += 1
+        return reply(None, call("add", {"a": 1, "b": 1})) if requests < 3 else reply("2")
+
+    model = FunctionModel(count_then_answer, latency_s=0.15)
+    agent = Agent(name="pausable", model=model, tools=[add])
+    async with Harness(Settings(home=tmp_path)) as harness:
+        run_id = await harness.submit(agent, "count")
+        while not model.requests:  # step 1 is under way
+            await asyncio.sleep(0.005)
+        await harness.pause(run_id)
+        while (await harness.get(run_id)).state != "PAUSED":
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(1.0)
+        await harness.resume(run_id)
+        await harness.wait(run_id, timeout=10)
+        stats = await compute_stats(harness.store)
+        kinds = [e.type async for e in harness.events(run_id) if e.type != "model_delta"]
+    steps = [i for i, kind in enumerate(kinds) if kind == "step_started"]
+    assert len(steps) == 3
+    assert steps[0] < kinds.index("run_paused") < steps[-1]  # paused between two steps
+    assert stats.steps == 3
+    assert stats.step_latency_s.count == 3
+    assert stats.step_latency_s.p95 is not None
+    assert stats.step_latency_s.p95 < 0.5  # the second paused is in no step

@@ -41,7 +41,6 @@ __all__ = [
     "stats_to_dict",
 ]
 
-_ENDS: Final[frozenset[str]] = frozenset({"run_finished", "run_failed", "run_cancelled"})
 STAT_EVENTS: Final[tuple[EventType, ...]] = (
     "step_started",
     "model_called",
@@ -53,7 +52,7 @@ STAT_EVENTS: Final[tuple[EventType, ...]] = (
     "run_failed",
     "run_cancelled",
 )
-"""The event types the statistics read."""
+"""The event types the statistics read; the last five (and `step_started`) bound steps."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -190,7 +189,7 @@ async def compute_stats(
     events = await store.events_of_runs([r.run_id for r in records], types=STAT_EVENTS)
     tally = _Tally()
     for _, run_events in groupby(events, key=lambda event: event.run_id):
-        _fold_run(tally, list(run_events))
+        _fold_run(tally, tuple(run_events))
     return _stats(tally, records, since=since, agent=agent, task_type=task_type)
 
 
@@ -218,19 +217,12 @@ def _has_task_type(record: RunRecord, task_type: str | None) -> bool:
 
 def _fold_run(tally: _Tally, events: Sequence[RunEvent]) -> None:
     """Add one run's events (in seq order) to `tally`."""
-    step_start: float | None = None
+    steps = _StepClock(tally=tally)
     model = "unknown"
     tokens: dict[int, int] = {}
     for event in events:
         payload = event.payload
-        if event.type == "step_started" or event.type == "run_paused" or event.type in _ENDS:
-            if step_start is not None:
-                tally.step_seconds.append(event.ts - step_start)
-            step_start = event.ts if event.type == "step_started" else None
-            tally.steps += event.type == "step_started"
-        elif event.type == "run_recovered":
-            step_start = None
-        elif event.type == "model_called":
+        if event.type == "model_called":
             model = str(payload["model"])
         elif event.type == "model_responded":
             tally.model_seconds[model].append(float(payload["duration_s"]))
@@ -238,8 +230,30 @@ def _fold_run(tally: _Tally, events: Sequence[RunEvent]) -> None:
             tokens[step] = max(tokens.get(step, 0), _input_tokens(payload))
         elif event.type == "tool_completed":
             _count_tool(tally, payload)
+        else:
+            steps.mark(event)
     for step, count in tokens.items():
         tally.step_tokens[step].append(count)
+
+
+@dataclass(kw_only=True)
+class _StepClock:
+    """Times one run's steps: each from its `step_started` to the next boundary."""
+
+    tally: _Tally
+    started: float | None = None
+
+    def mark(self, event: RunEvent) -> None:
+        """Start, end or drop the open step at `event`."""
+        if event.type == "run_recovered":  # the step was cut short by a takeover
+            self.started = None
+            return
+        if self.started is not None:
+            self.tally.step_seconds.append(event.ts - self.started)
+        self.started = None
+        if event.type == "step_started":
+            self.started = event.ts
+            self.tally.steps += 1
 
 
 def _input_tokens(payload: Mapping[str, Any]) -> int:

@@ -28,6 +28,14 @@ import pytest
 
 from harness import Agent, Harness, Limits, ModelRequest, tool
 from harness.core import Message, Usage
+from harness.core.events import (
+    EventPayload,
+    RunFinished,
+    RunPaused,
+    RunRecovered,
+    RunResumed,
+    StepStarted,
+)
 from harness.errors import ConfigError, ToolError
 from harness.gateway.model import ModelResponse
 from harness.observability._window import parse_since
@@ -324,21 +332,25 @@ def test_an_unknown_flag_is_a_usage_error(tmp_path: Path) -> None:
 
 
 async def test_a_step_ends_at_the_next_step_a_pause_or_the_end(store_target: str) -> None:
-    def at(ts: float, kind: str, **payload: object) -> NewEvent:
-        return NewEvent(type=kind, payload=payload, ts=ts)  # type: ignore[arg-type]
+    def at(ts: float, payload: EventPayload) -> NewEvent:
+        return NewEvent(payload=payload, ts=ts)
 
     store = await open_store(store_target)
     try:
         await store.create_run(NewRun(run_id="r", agent="ops"))
         timeline = [
-            at(10, "step_started", step=1),
-            at(13, "step_started", step=2),
-            at(14, "run_paused"),
-            at(100, "run_resumed"),
-            at(101, "step_started", step=3),
-            at(500, "run_recovered", previous_owner="dead"),  # step 3 cut short: not timed
-            at(501, "step_started", step=3),
-            at(503, "run_finished", termination="final_answer"),
+            at(10, StepStarted(step=1)),
+            at(13, StepStarted(step=2)),
+            at(14, RunPaused(at="step boundary")),
+            at(100, RunResumed()),
+            at(101, StepStarted(step=3)),
+            # step 3 was cut short by a takeover: not timed
+            at(500, RunRecovered(previous_owner="dead", state="RUNNING", owner="w2")),
+            at(501, StepStarted(step=3)),
+            at(
+                503,
+                RunFinished(output="x", termination="final_answer", complete=True, usage=Usage()),
+            ),
         ]
         await store.append(StepWrite(run_id="r", events=timeline))
         stats = await compute_stats(store)

@@ -21,12 +21,24 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from typing import Any, Final
 
-from harness.core.events import EventType, RunEvent
+from harness.core.events import (
+    EventType,
+    ModelCalled,
+    ModelResponded,
+    RunCancelled,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunPaused,
+    RunRecovered,
+    StepStarted,
+    ToolCompleted,
+)
 from harness.store.protocol import EventStore, RunRecord
 
 __all__ = [
@@ -41,16 +53,19 @@ __all__ = [
     "stats_to_dict",
 ]
 
-STAT_EVENTS: Final[tuple[EventType, ...]] = (
-    "step_started",
-    "model_called",
-    "model_responded",
-    "tool_completed",
-    "run_paused",
-    "run_recovered",
-    "run_finished",
-    "run_failed",
-    "run_cancelled",
+STAT_EVENTS: Final[tuple[EventType, ...]] = tuple(
+    kind.type
+    for kind in (
+        StepStarted,
+        ModelCalled,
+        ModelResponded,
+        ToolCompleted,
+        RunPaused,
+        RunRecovered,
+        RunFinished,
+        RunFailed,
+        RunCancelled,
+    )
 )
 """The event types the statistics read; the last five (and `step_started`) bound steps."""
 
@@ -221,17 +236,16 @@ def _fold_run(tally: _Tally, events: Sequence[RunEvent]) -> None:
     model = "unknown"
     tokens: dict[int, int] = {}
     for event in events:
-        payload = event.payload
-        if event.type == "model_called":
-            model = str(payload["model"])
-        elif event.type == "model_responded":
-            tally.model_seconds[model].append(float(payload["duration_s"]))
-            step = int(payload["step"])
-            tokens[step] = max(tokens.get(step, 0), _input_tokens(payload))
-        elif event.type == "tool_completed":
-            _count_tool(tally, payload)
-        else:
-            steps.mark(event)
+        match event.payload:
+            case ModelCalled(model=name):
+                model = name
+            case ModelResponded(step=step, usage=usage, duration_s=seconds):
+                tally.model_seconds[model].append(seconds)
+                tokens[step] = max(tokens.get(step, 0), usage.input_tokens)
+            case ToolCompleted() as done:
+                _count_tool(tally, done)
+            case _:
+                steps.mark(event)
     for step, count in tokens.items():
         tally.step_tokens[step].append(count)
 
@@ -245,31 +259,24 @@ class _StepClock:
 
     def mark(self, event: RunEvent) -> None:
         """Start, end or drop the open step at `event`."""
-        if event.type == "run_recovered":  # the step was cut short by a takeover
+        if isinstance(event.payload, RunRecovered):  # the step was cut short by a takeover
             self.started = None
             return
         if self.started is not None:
             self.tally.step_seconds.append(event.ts - self.started)
         self.started = None
-        if event.type == "step_started":
+        if isinstance(event.payload, StepStarted):
             self.started = event.ts
             self.tally.steps += 1
 
 
-def _input_tokens(payload: Mapping[str, Any]) -> int:
-    """The input tokens of a `model_responded` payload."""
-    usage: Mapping[str, Any] = payload.get("usage") or {}
-    return int(usage.get("input_tokens", 0))
-
-
-def _count_tool(tally: _Tally, payload: Mapping[str, Any]) -> None:
-    """Add one `tool_completed` payload to `tally`."""
-    tool = str(payload["tool"])
-    if payload["status"] == "not_run":
-        tally.tool_not_run[tool] += 1
+def _count_tool(tally: _Tally, done: ToolCompleted) -> None:
+    """Add one completed (or not run) tool call to `tally`."""
+    if done.status == "not_run":
+        tally.tool_not_run[done.tool] += 1
         return
-    tally.tool_seconds[tool].append(float(payload["duration_s"]))
-    (tally.tool_ok if payload["ok"] else tally.tool_failed)[tool] += 1
+    tally.tool_seconds[done.tool].append(done.duration_s)
+    (tally.tool_ok if done.ok else tally.tool_failed)[done.tool] += 1
 
 
 def _stats(

@@ -268,6 +268,32 @@ async def test_an_event_keeps_its_own_timestamp(store: EventStore) -> None:
     assert [e.ts for e in await store.events("run_1")] == [123.25, START]
 
 
+async def test_events_of_many_runs_come_by_run_then_seq_filtered_by_type(
+    store: EventStore,
+) -> None:
+    ids = [f"run_{i:04}" for i in range(1203)]  # several batches of ids
+    for run_id in ids:
+        await new_run(store, run_id)
+    writes = [
+        step(store, run_id, ev(), ev("model_called"), numbered(i)) for i, run_id in enumerate(ids)
+    ]
+    await asyncio.gather(*writes)
+    await new_run(store, "other")
+    await step(store, "other", numbered(-1))
+    wanted = list(reversed(ids))
+    found = await store.events_of_runs(wanted, types=["hint_injected", "step_started"])
+    assert [(e.run_id, e.seq, e.type) for e in found] == [
+        (run_id, seq, kind)
+        for run_id in ids
+        for seq, kind in ((1, "step_started"), (3, "hint_injected"))
+    ]
+    assert [int(p.hint) for p in payloads(found, HintInjected)] == list(range(1203))
+    every = await store.events_of_runs(["run_0007", "run_0007", "missing"])
+    assert [(e.run_id, e.seq) for e in every] == [("run_0007", 1), ("run_0007", 2), ("run_0007", 3)]
+    assert await store.events_of_runs(ids, types=[]) == []
+    assert await store.events_of_runs([]) == []
+
+
 async def test_hundreds_of_concurrent_appends_to_one_run_are_gap_free(store: EventStore) -> None:
     await new_run(store)
     sizes = [random.Random(i).randint(1, 3) for i in range(300)]
@@ -571,6 +597,14 @@ async def test_runs_are_listed_newest_first_and_filtered(
     assert await ids(since=START + 10, until=START + 30) == ["run_2", "run_1"]
     assert await ids(limit=2) == ["run_3", "run_2"]
     assert await ids(agent="nobody") == []
+
+
+async def test_listing_without_a_limit_lists_every_run(store: EventStore) -> None:
+    for i in range(120):  # more than the default limit of 100
+        await new_run(store, f"run_{i:03}")
+    assert len(await store.list_runs()) == 100
+    listed = await store.list_runs(limit=None)
+    assert sorted(r.run_id for r in listed) == [f"run_{i:03}" for i in range(120)]
 
 
 # Leases

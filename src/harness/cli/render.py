@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import sys
+from collections.abc import Sequence
 from typing import TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
 
 from harness.core.codec import dumps, event_to_dict
 from harness.core.events import (
@@ -27,8 +31,17 @@ from harness.core.events import (
     ToolStarted,
 )
 from harness.core.usage import Usage
+from harness.observability.stats import Stats
 
-__all__ = ["JsonRenderer", "LiveRenderer", "print_error", "print_hint", "print_note"]
+__all__ = [
+    "JsonRenderer",
+    "LiveRenderer",
+    "print_error",
+    "print_hint",
+    "print_note",
+    "print_stats",
+    "sparkline",
+]
 
 _STATUS_STYLE = {True: "green", False: "red"}
 
@@ -176,3 +189,140 @@ def print_hint(message: str) -> None:
 def print_note(message: str) -> None:
     """Print a highlighted note on standard output."""
     Console(highlight=False).print(f"[bold magenta]{escape(message)}[/]")
+
+
+# `harness stats`: bars and sparklines of what past runs did.
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+_SPARKS = "▁▂▃▄▅▆▇█"
+_BAR_WIDTH = 20
+_TERMINATION_STYLE = {"final_answer": "green", "error": "red", "cancelled": "dim"}
+
+
+def print_stats(
+    stats: Stats, window: str, *, file: TextIO | None = None, width: int | None = None
+) -> None:
+    """Draw the statistics of past runs: bars, a sparkline and percentiles.
+
+    Args:
+        stats: What `compute_stats` found.
+        window: The window in words, e.g. `in the last 7d`.
+        file: Where to draw; standard output by default.
+        width: Columns to draw in; the terminal's (or `COLUMNS`) by default.
+    """
+    out = Console(file=file, width=width, highlight=False)
+    scope = "".join(
+        f" · {label} {escape(value)}"
+        for label, value in (("agent", stats.agent), ("task type", stats.task_type))
+        if value
+    )
+    if not stats.runs:
+        out.print(f"no runs {escape(window)}{scope}")
+        return
+    per_step = _number(stats.tool_calls_per_step)
+    out.print(
+        f"[bold]{stats.runs} runs {escape(window)}[/]{scope} · {stats.steps} steps · "
+        f"{stats.tool_calls} tool calls ({per_step} per step)"
+    )
+    out.print("states  " + " · ".join(f"{s.name} {s.count}" for s in stats.states))
+    for part in (_terminations(stats), _tools(stats), _latencies(stats), _context(stats)):
+        out.print()
+        out.print(part)
+
+
+def _terminations(stats: Stats) -> Table:
+    table = _table("termination", "", "runs", "share")
+    for share in stats.terminations:
+        style = _TERMINATION_STYLE.get(share.name, "yellow")
+        table.add_row(share.name, _bar(share.share, style), str(share.count), f"{share.share:.0%}")
+    return table
+
+
+def _tools(stats: Stats) -> Table:
+    table = _table("tool", "calls", "per step", "success", "p50", "p95", "not run")
+    for tool in stats.tools:
+        rate = "–" if tool.success_rate is None else f"{tool.success_rate:.0%}"
+        table.add_row(
+            escape(tool.tool),
+            str(tool.calls),
+            f"{tool.calls_per_step:.2f}",
+            _split_bar(tool.ok, tool.failed) + f" {rate:>4}",
+            _seconds(tool.duration_s.p50),
+            _seconds(tool.duration_s.p95),
+            str(tool.not_run or ""),
+        )
+    return table
+
+
+def _latencies(stats: Stats) -> Table:
+    table = _table("latency", "count", "p50", "p95")
+    rows = [("step", stats.step_latency_s)]
+    rows += [(f"model {m.model}", m.duration_s) for m in stats.models]
+    for name, spread in rows:
+        table.add_row(escape(name), str(spread.count), _seconds(spread.p50), _seconds(spread.p95))
+    return table
+
+
+def _context(stats: Stats) -> Text:
+    points = stats.context_tokens
+    text = Text("context tokens by step (median across runs)\n", style="bold")
+    if not points:
+        return text.append("  no model replies", style="dim")
+    medians = [p.median_input_tokens for p in points]
+    text.append("  " + sparkline(medians), style="cyan")
+    first, last = points[0], points[-1]
+    text.append(
+        f"  step {first.step}: {first.median_input_tokens:,.0f} → step {last.step}: "
+        f"{last.median_input_tokens:,.0f} · max {max(medians):,.0f}",
+        style="dim",
+    )
+    return text
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """One block per value, from ▁ to █, scaled from 0 to the largest value."""
+    top = max(values, default=0.0)
+    if top <= 0:
+        return _SPARKS[0] * len(values)
+    return "".join(_SPARKS[_rounded(v / top * (len(_SPARKS) - 1))] for v in values)
+
+
+def _bar(fraction: float, style: str, width: int = _BAR_WIDTH) -> Text:
+    """A horizontal bar `fraction` (0 to 1) of `width` cells long, to an eighth of a cell."""
+    eighths = _rounded(max(0.0, min(1.0, fraction)) * width * 8)
+    full, part = divmod(eighths, 8)
+    drawn = "█" * full + (_EIGHTHS[part] if part else "")
+    return Text(drawn, style=style) + Text("·" * (width - len(drawn)), style="dim")
+
+
+def _split_bar(ok: int, failed: int, width: int = _BAR_WIDTH) -> Text:
+    """A bar of whole cells: █ (green) for the calls that succeeded, ░ (red) for the rest."""
+    if not ok + failed:
+        return Text("·" * width, style="dim")
+    green = _rounded(ok / (ok + failed) * width)
+    return Text("█" * green, style="green") + Text("░" * (width - green), style="red")
+
+
+def _rounded(value: float) -> int:
+    """`value` to the nearest whole number, halves up (`round` takes halves to even)."""
+    return math.floor(value + 0.5)
+
+
+def _table(*headers: str) -> Table:
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for index, header in enumerate(headers):
+        left = index == 0 or header in ("", "success")  # names and bars
+        table.add_column(header, justify="left" if left else "right")
+    return table
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if value < 1:
+        return f"{value * 1000:.{2 if value < 0.01 else 0}f} ms"
+    return f"{value:.2f} s"
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import Any, Final
 
 from harness.core.events import RunEvent
 from harness.core.messages import Message
@@ -20,6 +20,7 @@ from harness.store.protocol import TERMINAL_STATES, RunRecord
 __all__ = [
     "audit",
     "events",
+    "events_of_runs",
     "expired_runs",
     "get_blob",
     "get_run",
@@ -27,6 +28,8 @@ __all__ = [
     "messages",
     "schema_version",
 ]
+
+_IDS_PER_QUERY: Final = 500
 
 
 def get_run(db: Db, run_id: str) -> RunRecord | None:
@@ -43,7 +46,7 @@ def list_runs(
     owner: str | None,
     since: float | None,
     until: float | None,
-    limit: int,
+    limit: int | None,
 ) -> list[RunRecord]:
     """Runs matching every filter given, newest first."""
     where: list[str] = []
@@ -63,8 +66,11 @@ def list_runs(
     sql = f"SELECT {RUN_COLUMNS} FROM runs"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY created_at DESC, run_id DESC LIMIT ?"
-    return [run_from_row(row) for row in db.query(sql, (*params, limit))]
+    sql += " ORDER BY created_at DESC, run_id DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [run_from_row(row) for row in db.query(sql, params)]
 
 
 def count_runs(db: Db, states: Collection[str]) -> int:
@@ -85,6 +91,25 @@ def events(db: Db, run_id: str, *, after_seq: int, limit: int | None) -> list[Ru
         sql += " LIMIT ?"
         params = (*params, limit)
     return [event_from_body(row[0]) for row in db.query(sql, params)]
+
+
+def events_of_runs(db: Db, run_ids: Sequence[str], types: Sequence[str] | None) -> list[RunEvent]:
+    """The events of `run_ids` (of `types` only, when given), by run id then seq.
+
+    One query per `_IDS_PER_QUERY` runs keeps every statement under the databases'
+    parameter limits.
+    """
+    if types is not None and not types:
+        return []
+    kinds = "" if types is None else f" AND type IN ({marks(len(types))})"
+    found: list[RunEvent] = []
+    for start in range(0, len(run_ids), _IDS_PER_QUERY):
+        chunk = run_ids[start : start + _IDS_PER_QUERY]
+        sql = f"SELECT body FROM events WHERE run_id IN ({marks(len(chunk))}){kinds}"
+        rows = db.query(f"{sql} ORDER BY run_id, seq", (*chunk, *(types or ())))
+        found.extend(event_from_body(row[0]) for row in rows)
+    found.sort(key=lambda event: (event.run_id, event.seq))
+    return found
 
 
 def messages(db: Db, run_id: str) -> list[Message]:

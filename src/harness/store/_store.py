@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from harness.core.clock import Clock, SystemClock
-from harness.core.events import RunEvent
+from harness.core.events import EventType, RunEvent
 from harness.core.messages import Message
 from harness.errors import ConfigError
 from harness.store import _decisions, _leases, _reads, _schema, _writes
@@ -144,7 +144,7 @@ class SqlStore:
         owner: str | None = None,
         since: float | None = None,
         until: float | None = None,
-        limit: int = 100,
+        limit: int | None = 100,
     ) -> list[RunRecord]:
         """Runs matching every filter, newest first; see `EventStore.list_runs`."""
         states = _strings((state,) if isinstance(state, str) else state)
@@ -166,6 +166,13 @@ class SqlStore:
         return await self._read(
             lambda db: _reads.events(db, run_id, after_seq=after_seq, limit=limit)
         )
+
+    async def events_of_runs(
+        self, run_ids: Collection[str], *, types: Collection[EventType] | None = None
+    ) -> list[RunEvent]:
+        """Events of several runs in batched queries; see `EventStore.events_of_runs`."""
+        ids, kinds = tuple(dict.fromkeys(run_ids)), None if types is None else tuple(types)
+        return await self._read(lambda db: _reads.events_of_runs(db, ids, kinds))
 
     async def messages(self, run_id: str) -> list[Message]:
         """The run's messages, in order."""

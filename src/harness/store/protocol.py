@@ -286,9 +286,12 @@ class EventStore(Protocol):
         owner: str | None = None,
         since: float | None = None,
         until: float | None = None,
-        limit: int = 100,
+        limit: int | None = 100,
     ) -> list[RunRecord]:
-        """Runs created in `[since, until)` that match every filter given, newest first."""
+        """Runs created in `[since, until)` that match every filter given, newest first.
+
+        `limit=None` lists every match (reports over a time window).
+        """
         ...
 
     async def count_runs(self, state: str | Collection[str]) -> int:
@@ -299,6 +302,16 @@ class EventStore(Protocol):
         self, run_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[RunEvent]:
         """The run's events with `seq > after_seq`, in order."""
+        ...
+
+    async def events_of_runs(
+        self, run_ids: Collection[str], *, types: Collection[EventType] | None = None
+    ) -> list[RunEvent]:
+        """The events of several runs, only those of `types` when given: by run id, then seq.
+
+        Read in a few batched queries however many runs there are (reports over many runs
+        never ask once per run).
+        """
         ...
 
     async def messages(self, run_id: str) -> list[Message]:

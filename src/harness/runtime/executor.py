@@ -337,6 +337,7 @@ class RunExecutor:
                 usage=sink.usage,
                 context=left.context,
                 elapsed_s=left.elapsed_s,
+                task_type=record.task_type,
             )
         except RunInterrupted:
             sink.emit("run_paused", {"at": handle.paused_at})

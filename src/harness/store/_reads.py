@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
 
 from harness.core.events import RunEvent
 from harness.core.messages import Message
@@ -15,18 +16,24 @@ from harness.store._rows import (
     unwrap,
 )
 from harness.store._sql import Db, marks
-from harness.store.protocol import TERMINAL_STATES, RunRecord
+from harness.store.protocol import TERMINAL_STATES, MessageTokens, RunRecord
 
 __all__ = [
+    "RunFilter",
     "audit",
     "events",
+    "events_of_runs",
     "expired_runs",
     "get_blob",
     "get_run",
     "list_runs",
+    "message_tokens",
     "messages",
     "schema_version",
 ]
+
+_IDS_PER_QUERY: Final = 500
+"""Run ids per statement: well under SQLite's and PostgreSQL's parameter limits."""
 
 
 def get_run(db: Db, run_id: str) -> RunRecord | None:
@@ -35,36 +42,49 @@ def get_run(db: Db, run_id: str) -> RunRecord | None:
     return run_from_row(rows[0]) if rows else None
 
 
-def list_runs(
-    db: Db,
-    *,
-    states: Collection[str] | None,
-    agent: str | None,
-    owner: str | None,
-    since: float | None,
-    until: float | None,
-    limit: int,
-) -> list[RunRecord]:
-    """Runs matching every filter given, newest first."""
-    where: list[str] = []
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunFilter:
+    """What `list_runs` selects: runs that match every field given (`None` matches all)."""
+
+    states: Collection[str] | None = None
+    """In one of these states."""
+    agent: str | None = None
+    """Of this agent."""
+    owner: str | None = None
+    """Leased to this owner."""
+    since: float | None = None
+    """Created at or after this time."""
+    until: float | None = None
+    """Created before this time."""
+    task_type: str | None = None
+    """Of this task type."""
+
+
+def list_runs(db: Db, where: RunFilter, *, limit: int | None) -> list[RunRecord]:
+    """Runs matching every filter given, newest first; all of them when `limit` is `None`."""
+    clauses: list[str] = []
     params: list[object] = []
-    if states is not None:
-        where.append(f"state IN ({marks(len(states))})" if states else "1 = 0")
-        params.extend(states)
+    if where.states is not None:
+        clauses.append(f"state IN ({marks(len(where.states))})" if where.states else "1 = 0")
+        params.extend(where.states)
     for clause, value in (
-        ("agent = ?", agent),
-        ("owner = ?", owner),
-        ("created_at >= ?", since),
-        ("created_at < ?", until),
+        ("agent = ?", where.agent),
+        ("owner = ?", where.owner),
+        ("created_at >= ?", where.since),
+        ("created_at < ?", where.until),
+        ("task_type = ?", where.task_type),
     ):
         if value is not None:
-            where.append(clause)
+            clauses.append(clause)
             params.append(value)
     sql = f"SELECT {RUN_COLUMNS} FROM runs"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY created_at DESC, run_id DESC LIMIT ?"
-    return [run_from_row(row) for row in db.query(sql, (*params, limit))]
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
+    sql += " ORDER BY created_at DESC, run_id DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [run_from_row(row) for row in db.query(sql, params)]
 
 
 def count_runs(db: Db, states: Collection[str]) -> int:
@@ -91,6 +111,57 @@ def messages(db: Db, run_id: str) -> list[Message]:
     """The run's messages, in order."""
     rows = db.query("SELECT body FROM messages WHERE run_id = ? ORDER BY seq", (run_id,))
     return [message_from_body(row[0]) for row in rows]
+
+
+def events_of_runs(
+    db: Db, run_ids: Sequence[str], types: Sequence[str]
+) -> list[RunEvent]:
+    """The events of `run_ids` whose type is one of `types`, by run and `seq`."""
+    if not types:
+        return []
+    found: list[RunEvent] = []
+    for ids in _chunks(run_ids):
+        rows = db.query(
+            f"SELECT body FROM events WHERE run_id IN ({marks(len(ids))}) "
+            f"AND type IN ({marks(len(types))}) ORDER BY run_id, seq",
+            (*ids, *types),
+        )
+        found.extend(event_from_body(row[0]) for row in rows)
+    return found
+
+
+def message_tokens(
+    db: Db, run_ids: Sequence[str], roles: Sequence[str] | None
+) -> list[MessageTokens]:
+    """The sizes of the messages of `run_ids` (of `roles` only, when given), by run and `seq`."""
+    if roles is not None and not roles:
+        return []
+    found: list[MessageTokens] = []
+    for ids in _chunks(run_ids):
+        sql = (
+            "SELECT run_id, seq, role, tool_call_id, tokens, tokens_source FROM messages "
+            f"WHERE run_id IN ({marks(len(ids))})"
+        )
+        if roles is not None:
+            sql += f" AND role IN ({marks(len(roles))})"
+        rows = db.query(sql + " ORDER BY run_id, seq", (*ids, *(roles or ())))
+        found.extend(
+            MessageTokens(
+                run_id=row[0],
+                seq=int(row[1]),
+                role=str(row[2]),
+                tool_call_id=row[3],
+                tokens=None if row[4] is None else int(row[4]),
+                tokens_source=row[5],
+            )
+            for row in rows
+        )
+    return found
+
+
+def _chunks(run_ids: Sequence[str]) -> list[Sequence[str]]:
+    """`run_ids` in slices small enough for one statement's parameters."""
+    return [run_ids[i : i + _IDS_PER_QUERY] for i in range(0, len(run_ids), _IDS_PER_QUERY)]
 
 
 def get_blob(db: Db, run_id: str, key: str) -> str | None:

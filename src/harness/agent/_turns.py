@@ -38,6 +38,7 @@ from harness.gateway.model import (
     ResponseDone,
     TextDelta,
 )
+from harness.gateway.pricing import prices_to_dict
 from harness.memory import TokenCounter, WindowManager
 from harness.tools import Toolset
 
@@ -114,6 +115,8 @@ class ActiveRun:
         self.elapsed_before = 0.0
         """Seconds the run executed before this resumption (`Limits.max_seconds` counts them)."""
         self._failures = FailureTracker(spec.limits.max_identical_failures)
+        self._fell_back_to: str | None = None
+        """The model the current request moved to last (its `model_fallback` notices)."""
 
     @property
     def spec(self) -> AgentSpec:
@@ -318,6 +321,7 @@ class ActiveRun:
         # Before the wait: a reply not yet durable commits now (what it cost is never lost),
         # and a run someone watches live commits so they see the step start.
         await self._sink.announce()
+        self._fell_back_to = None
         started = self._clock.monotonic()
         response = await (self._streamed(request) if self._stream else self._model.request(request))
         response = _cleaned(response)
@@ -336,6 +340,8 @@ class ActiveRun:
             tool_calls=[{"id": c.id, "name": c.name} for c in message.tool_calls],
             tool_calls_from_text=_from_text(response),
             duration_s=round(self._clock.monotonic() - started, 6),
+            model=response.profile or self._fell_back_to or self._model.name,
+            prices=prices_to_dict(response.prices),
         )
         return response
 
@@ -369,6 +375,8 @@ class ActiveRun:
 
     def _notice(self, kind: GatewayNotice, payload: Mapping[str, Any]) -> None:
         """Gateway notices (retries, fallbacks) become run events of the same name."""
+        if kind == "model_fallback":
+            self._fell_back_to = str(payload.get("to_model"))
         self.emit(kind, **{**payload, "step": self._steps})
 
     async def _streamed(self, request: ModelRequest) -> ModelResponse:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from harness.core.usage import Usage
 
-__all__ = ["Prices"]
+__all__ = ["Prices", "prices_from_dict", "prices_to_dict"]
 
 _PER = 1_000_000
 
@@ -40,3 +42,25 @@ class Prices:
             + usage.output_tokens * self.output
         )
         return dollars / _PER
+
+
+def prices_to_dict(prices: Prices | None) -> dict[str, float | None] | None:
+    """`prices` as JSON-compatible data for an event (`None` stays `None`: unknown)."""
+    if prices is None:
+        return None
+    return {"input": prices.input, "output": prices.output, "cached_input": prices.cached_input}
+
+
+def prices_from_dict(data: Mapping[str, Any] | None) -> Prices | None:
+    """The prices `prices_to_dict` wrote, or `None` for unknown (or unreadable) prices."""
+    if not data:
+        return None
+    try:
+        cached = data.get("cached_input")
+        return Prices(
+            input=float(data.get("input") or 0.0),
+            output=float(data.get("output") or 0.0),
+            cached_input=None if cached is None else float(cached),
+        )
+    except (TypeError, ValueError):
+        return None

@@ -113,9 +113,7 @@ def messages(db: Db, run_id: str) -> list[Message]:
     return [message_from_body(row[0]) for row in rows]
 
 
-def events_of_runs(
-    db: Db, run_ids: Sequence[str], types: Sequence[str]
-) -> list[RunEvent]:
+def events_of_runs(db: Db, run_ids: Sequence[str], types: Sequence[str]) -> list[RunEvent]:
     """The events of `run_ids` whose type is one of `types`, by run and `seq`."""
     if not types:
         return []

@@ -314,6 +314,6 @@ def fail(message: str, *, code: int = 2) -> NoReturn:
 
 def main() -> None:
     """Entry point of the `harness` console script."""
-    from harness.cli import models, runs  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    from harness.cli import cost, models, runs  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
     app()

@@ -158,8 +158,9 @@ def message_tokens(
 
 
 def _chunks(run_ids: Sequence[str]) -> list[Sequence[str]]:
-    """`run_ids` in slices small enough for one statement's parameters."""
-    return [run_ids[i : i + _IDS_PER_QUERY] for i in range(0, len(run_ids), _IDS_PER_QUERY)]
+    """`run_ids`, sorted and each once, in slices small enough for one statement."""
+    ids = sorted(set(run_ids))
+    return [ids[i : i + _IDS_PER_QUERY] for i in range(0, len(ids), _IDS_PER_QUERY)]
 
 
 def get_blob(db: Db, run_id: str, key: str) -> str | None:

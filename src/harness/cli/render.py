@@ -267,7 +267,7 @@ def _per_run(line: CostLine) -> str:
 def _dollars(usd: float) -> str:
     if usd == 0 or usd >= 1:
         return f"${usd:,.2f}"
-    return f"${usd:.4f}" if usd >= 0.01 else f"${usd:.6f}"
+    return "$" + f"{usd:.6f}".rstrip("0")
 
 
 def _value(value: str | None) -> str:

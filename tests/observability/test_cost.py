@@ -24,7 +24,7 @@ from harness.gateway.model import ModelResponse
 from harness.gateway.profiled import ProfiledModel
 from harness.runtime.settings import load_settings
 from harness.store import open_store
-from harness.testing import FunctionModel, call, reply
+from harness.testing import FakeOpenAIServer, FakeReply, FunctionModel, call, reply
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 M = 1_000_000
@@ -272,3 +272,28 @@ async def test_since_keeps_only_the_runs_created_in_the_window(tmp_path: Path) -
     assert report(tmp_path, "--since", eleven_days_ago)["total"]["runs"] == 2
     tomorrow = datetime.fromtimestamp(now + 86_400, UTC).date().isoformat()
     assert report(tmp_path, "--since", tomorrow)["total"]["runs"] == 0
+
+
+async def test_a_request_is_charged_to_the_model_that_answered_after_a_fallback(
+    tmp_path: Path,
+) -> None:
+    with (
+        FakeOpenAIServer([FakeReply.error(503, "overloaded")]) as down,
+        FakeOpenAIServer([FakeReply.text("ok", input_tokens=1000, output_tokens=100)]) as up,
+    ):
+        (tmp_path / "harness.toml").write_text(
+            f'[models.first]\nmodel = "a"\nbase_url = "{down.base_url}"\nmax_retries = 0\n'
+            'fallbacks = ["second"]\nprices = { input = 100.0, output = 100.0 }\n'
+            f'[models.second]\nmodel = "b"\nbase_url = "{up.base_url}"\nmax_retries = 0\n'
+            "prices = { input = 3.0, output = 15.0 }\n"
+        )
+        async with Harness(load_settings(tmp_path)) as harness:
+            result = await harness.run(Agent(name="ops", model="first"), "hi?")
+            events = [e async for e in harness.events(result.run_id)]
+    assert result.output == "ok"
+    answered = next(e.payload for e in events if e.type == "model_responded")
+    assert answered["model"] == "second"
+    assert answered["prices"] == {"input": 3.0, "output": 15.0, "cached_input": None}
+    by_model = lines(tmp_path, "model")
+    assert list(by_model) == [("second",)]
+    assert by_model[("second",)]["usd"] == pytest.approx((1000 * 3.0 + 100 * 15.0) / M)

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from harness.observability._cost_fold import Request, RunFold
 
-__all__ = ["Groups", "Line", "RunInfo"]
+__all__ = ["Groups", "Line", "RunInfo", "TokenCounts"]
 
 _DECIMALS: Final = 10
 """USD in JSON is rounded to this many decimals (sums of floats leave noise below)."""
@@ -32,7 +32,7 @@ class RunInfo:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class _Tokens:
+class TokenCounts:
     """Tokens by kind."""
 
     input: int = 0
@@ -49,8 +49,6 @@ class _Tokens:
 class Line:
     """One line of a cost report: the sums for one combination of dimension values."""
 
-    Tokens = _Tokens
-
     key: Mapping[str, str | None]
     """The value of each dimension (`None`: runs without a task type)."""
     runs: int
@@ -59,7 +57,7 @@ class Line:
     """Of them, the runs that ended COMPLETED."""
     requests: int
     """Model requests (a tool line: the requests that carried its results)."""
-    tokens: _Tokens
+    tokens: TokenCounts
     """Tokens by kind."""
     usd: float | None
     """US dollars; `None` when a price in it is unknown."""
@@ -89,7 +87,7 @@ class Line:
             runs=0,
             completed_runs=0,
             requests=0,
-            tokens=_Tokens(),
+            tokens=TokenCounts(),
             usd=0.0,
             usd_priced=0.0,
             unpriced_requests=0,
@@ -160,7 +158,7 @@ class _Sum:
             runs=len(self.runs),
             completed_runs=len(self.completed),
             requests=self.requests,
-            tokens=_Tokens(
+            tokens=TokenCounts(
                 input=round(self.input),
                 output=self.output,
                 cached=round(self.cached),

@@ -33,7 +33,7 @@ from harness.observability._cost_fold import (
     tool_names,
     unnamed_calls,
 )
-from harness.observability._cost_groups import Groups, Line, RunInfo
+from harness.observability._cost_groups import Groups, Line, RunInfo, TokenCounts
 from harness.store.protocol import EventStore, MessageTokens, RunRecord
 
 __all__ = [
@@ -61,8 +61,6 @@ _SINCE_RULE: Final = (
 _BATCH: Final = 200
 _PARENT_LEVELS: Final = 8
 
-TokenCounts = Line.Tokens
-"""Tokens by kind: input (cached included), output (reasoning included), cached, reasoning."""
 CostLine = Line
 """One line of a cost report."""
 

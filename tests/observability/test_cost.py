@@ -20,6 +20,8 @@ import pytest
 
 from harness import Agent, Harness, ModelRequest, tool
 from harness.core import Usage
+from harness.core.events import ModelResponded, payloads
+from harness.core.usage import Prices
 from harness.gateway.model import ModelResponse
 from harness.gateway.profiled import ProfiledModel
 from harness.runtime.settings import load_settings
@@ -291,9 +293,9 @@ async def test_a_request_is_charged_to_the_model_that_answered_after_a_fallback(
             result = await harness.run(Agent(name="ops", model="first"), "hi?")
             events = [e async for e in harness.events(result.run_id)]
     assert result.output == "ok"
-    answered = next(e.payload for e in events if e.type == "model_responded")
-    assert answered["model"] == "second"
-    assert answered["prices"] == {"input": 3.0, "output": 15.0, "cached_input": None}
+    (answered,) = payloads(events, ModelResponded)
+    assert answered.model == "second"
+    assert answered.prices == Prices(input=3.0, output=15.0)
     by_model = lines(tmp_path, "model")
     assert list(by_model) == [("second",)]
     assert by_model[("second",)]["usd"] == pytest.approx((1000 * 3.0 + 100 * 15.0) / M)

@@ -13,13 +13,23 @@ from typing import Any
 
 import pytest
 
-from harness.core import Message, ToolCall
+from harness.core import Message, ToolCall, Usage
+from harness.core.events import (
+    ContextCompacted,
+    ModelCalled,
+    ModelFallback,
+    ModelResponded,
+    RunSubmitted,
+    ToolCallRef,
+    ToolCompleted,
+)
+from harness.core.usage import Prices
 from harness.observability.cost import read_cost
 from harness.store import EventStore, NewEvent, NewRun, StepWrite, open_store
 
 M = 1_000_000
-PAID = {"input": 2.0, "output": 8.0, "cached_input": 0.5}
-CHEAP = {"input": 1.0, "output": 1.0, "cached_input": None}
+PAID = Prices(input=2.0, output=8.0, cached_input=0.5)
+CHEAP = Prices(input=1.0, output=1.0)
 
 
 @pytest.fixture
@@ -31,39 +41,45 @@ async def store(store_target: str) -> AsyncIterator[EventStore]:
         await opened.close()
 
 
-def usage(input: int, output: int = 0, cached: int = 0, cost: float = 0.0) -> dict[str, Any]:
-    return {
-        "input_tokens": input,
-        "output_tokens": output,
-        "cached_tokens": cached,
-        "requests": 1,
-        "cost_usd": cost,
-    }
+def usage(input: int, output: int = 0, cached: int = 0, cost: float = 0.0) -> Usage:
+    return Usage(
+        input_tokens=input, output_tokens=output, cached_tokens=cached, requests=1, cost_usd=cost
+    )
 
 
 def called(request_id: str, model: str = "stack") -> NewEvent:
-    return NewEvent(type="model_called", payload={"model": model, "request_id": request_id})
+    payload = ModelCalled(step=1, model=model, messages=2, stream=False, request_id=request_id)
+    return NewEvent(payload=payload)
 
 
 def responded(
-    model: str | None,
-    prices: dict[str, Any] | None,
-    used: dict[str, Any],
-    *calls: tuple[str, str],
+    model: str | None, prices: Prices | None, used: Usage, *calls: tuple[str, str]
 ) -> NewEvent:
-    payload: dict[str, Any] = {
-        "usage": used,
-        "tool_calls": [{"id": i, "name": n} for i, n in calls],
-        "prices": prices,
-    }
-    if model is not None:
-        payload["model"] = model
-    return NewEvent(type="model_responded", payload=payload)
+    payload = ModelResponded(
+        step=1,
+        finish_reason="tool_calls" if calls else "stop",
+        content="",
+        usage=used,
+        tool_calls=tuple(ToolCallRef(id=i, name=n) for i, n in calls),
+        duration_s=0.1,
+        model=model,
+        prices=prices,
+    )
+    return NewEvent(payload=payload)
 
 
 def completed(call_id: str, tool: str, seconds: float) -> NewEvent:
-    payload = {"call_id": call_id, "tool": tool, "status": "ok", "duration_s": seconds}
-    return NewEvent(type="tool_completed", payload=payload)
+    payload = ToolCompleted(
+        step=1,
+        call_id=call_id,
+        tool=tool,
+        status="ok",
+        ok=True,
+        result="…",
+        truncated=False,
+        duration_s=seconds,
+    )
+    return NewEvent(payload=payload)
 
 
 def asks(*calls: tuple[str, str]) -> Message:
@@ -93,14 +109,20 @@ async def test_a_compaction_stops_a_result_being_charged_to_its_tool(store: Even
     third = usage(700, output=10, cost=(700 * 2.0 + 10 * 8.0) / M)
     summary = usage(50, output=10, cost=(50 * 2.0 + 10 * 8.0) / M)
     compacted = NewEvent(
-        type="context_compacted",
-        payload={
-            "tier": "summarize",
-            "usage": summary,
-            "state": {"history_index": 4},
-            "model": "paid",
-            "prices": PAID,
-        },
+        payload=ContextCompacted(
+            step=3,
+            tier="summarize",
+            tokens_before=900,
+            tokens_after=400,
+            messages_removed=2,
+            messages_cut=0,
+            summary="looked it up",
+            fallback=None,
+            usage=summary,
+            state={"history_index": 4},
+            model="paid",
+            prices=PAID,
+        )
     )
     await write_run(
         store,
@@ -171,8 +193,16 @@ async def test_without_a_compaction_every_later_request_carries_a_result(
 
 async def test_the_model_is_the_one_that_answered_after_a_fallback(store: EventStore) -> None:
     fell_back = NewEvent(
-        type="model_fallback",
-        payload={"request_id": "r1", "from_model": "first", "to_model": "second"},
+        payload=ModelFallback(
+            request_id="r1",
+            from_model="first",
+            to_model="second",
+            reason="error",
+            status=503,
+            error="ModelAPIError",
+            message="overloaded",
+            delay_s=0.0,
+        )
     )
     # Events written before `model_responded` named its model: the fallback notice tells.
     steps = [
@@ -217,7 +247,7 @@ async def test_a_resumed_run_charges_its_inherited_results_to_their_tool(
             ([completed("a1", "lookup", 0.5)], [result("a1", "lookup", 30)]),
         ],
     )
-    submitted = NewEvent(type="run_submitted", payload={"agent": "ops", "parent_run_id": "run_1"})
+    submitted = NewEvent(payload=RunSubmitted(agent="ops", task="find it", parent_run_id="run_1"))
     inherited = [asks(("a1", "lookup")), result("a1", "lookup", 30)]
     await store.create_run(
         NewRun(run_id="run_2", agent="ops", parent_run_id="run_1"),

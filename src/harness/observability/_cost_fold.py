@@ -1,7 +1,6 @@
 """One run's model requests and tool shares, folded from its stored events and message sizes.
 
-The events read are few (`FOLDED_TYPES`); each is turned into a small record by one
-function below, so that the payloads are read in one place.
+The events read are few (`FOLDED_TYPES`), dispatched on their payload's class.
 
 A model request is a `model_responded` event (or the summary request of a
 `context_compacted` event). The model that answered it is the one the event names, else
@@ -20,12 +19,18 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
-from harness.core.codec import usage_from_dict
-from harness.core.events import RunEvent
-from harness.core.usage import Usage
-from harness.gateway.pricing import Prices, prices_from_dict
+from harness.core.events import (
+    ContextCompacted,
+    ModelCalled,
+    ModelFallback,
+    ModelResponded,
+    RunEvent,
+    ToolCompleted,
+    payloads,
+)
+from harness.core.usage import Prices, Usage
 from harness.store.protocol import MessageTokens
 
 __all__ = [
@@ -182,60 +187,53 @@ def tool_names(events: Iterable[RunEvent]) -> dict[str, str]:
 
 
 def _see(state: _State, event: RunEvent) -> None:
-    p = event.payload
-    if event.type == "model_called":
-        state.pending = _Pending(called=_str(p.get("model")), request_id=_str(p.get("request_id")))
-    elif event.type == "model_fallback":
-        if p.get("request_id") in (None, state.pending.request_id):
-            state.pending.fell_back_to = _str(p.get("to_model"))
-    elif event.type == "model_responded":
-        _responded(state, p)
-    elif event.type == "tool_completed":
-        _completed(state, p)
-    elif event.type == "context_compacted":
-        _compacted(state, p)
+    match event.payload:
+        case ModelCalled(model=model, request_id=request_id):
+            state.pending = _Pending(called=model, request_id=request_id)
+        case ModelFallback(request_id=request_id, to_model=to_model):
+            if request_id in (None, state.pending.request_id):
+                state.pending.fell_back_to = to_model
+        case ModelResponded() as responded:
+            _responded(state, responded)
+        case ToolCompleted() as completed:
+            _completed(state, completed)
+        case ContextCompacted() as compacted:
+            _compacted(state, compacted)
+        case _:
+            pass
 
 
-def _responded(state: _State, p: Mapping[str, Any]) -> None:
+def _responded(state: _State, event: ModelResponded) -> None:
     pending = state.pending
-    model = _str(p.get("model")) or pending.fell_back_to or pending.called or state.last_model
-    model = model or "?"
-    usage = usage_from_dict(dict(p.get("usage") or {}))
-    prices = prices_from_dict(p.get("prices"))
+    model = event.model or pending.fell_back_to or pending.called or state.last_model or "?"
     carried = [r for r in state.sent if r.index >= state.history_index]
-    shares = _shares(carried, state.names, usage, prices)
-    state.requests.append(Request(model=model, usage=usage, usd=_usd(usage, prices), shares=shares))
+    shares = _shares(carried, state.names, event.usage, event.prices)
+    usd = _usd(event.usage, event.prices)
+    state.requests.append(Request(model=model, usage=event.usage, usd=usd, shares=shares))
     state.last_model, state.pending = model, _Pending()
-    for call in p.get("tool_calls") or ():
-        call_id = str(call.get("id"))
-        state.call_models[call_id] = model
-        waiting = state.results.get(call_id)
+    for call in event.tool_calls:
+        state.call_models[call.id] = model
+        waiting = state.results.get(call.id)
         if waiting:
             state.sent.append(waiting.popleft())
 
 
-def _completed(state: _State, p: Mapping[str, Any]) -> None:
-    if p.get("status") == "not_run":
+def _completed(state: _State, event: ToolCompleted) -> None:
+    if event.status == "not_run":
         return
-    call_id = str(p.get("call_id"))
-    state.calls.append(
-        ToolCallDone(
-            tool=str(p.get("tool") or state.names.get(call_id, "?")),
-            model=state.call_models.get(call_id),
-            seconds=float(p.get("duration_s") or 0.0),
-        )
+    call = ToolCallDone(
+        tool=event.tool, model=state.call_models.get(event.call_id), seconds=event.duration_s
     )
+    state.calls.append(call)
 
 
-def _compacted(state: _State, p: Mapping[str, Any]) -> None:
-    after = p.get("state")
-    if isinstance(after, Mapping):
-        state.history_index = int(after.get("history_index") or 0)  # pyright: ignore[reportUnknownArgumentType,reportUnknownMemberType]
-    usage = usage_from_dict(dict(p.get("usage") or {}))
-    if usage.requests or usage.input_tokens or usage.output_tokens:
-        model = _str(p.get("model")) or state.last_model or "?"
-        prices = prices_from_dict(p.get("prices"))
-        state.requests.append(Request(model=model, usage=usage, usd=_usd(usage, prices)))
+def _compacted(state: _State, event: ContextCompacted) -> None:
+    if event.state is not None:
+        state.history_index = int(event.state.get("history_index") or 0)
+    usage = event.usage
+    if usage.requests or usage.input_tokens or usage.output_tokens:  # a summary was asked
+        model = event.model or state.last_model or "?"
+        state.requests.append(Request(model=model, usage=usage, usd=_usd(usage, event.prices)))
 
 
 def _shares(
@@ -250,8 +248,7 @@ def _shares(
     share = cached / usage.input_tokens if usage.input_tokens else 0.0
     per_token = None
     if prices is not None:
-        cached_price = prices.input if prices.cached_input is None else prices.cached_input
-        per_token = ((1 - share) * prices.input + share * cached_price) / _PER
+        per_token = ((1 - share) * prices.input + share * prices.cached_price) / _PER
     return tuple(
         ToolShare(
             tool=tool,
@@ -272,24 +269,17 @@ def _usd(usage: Usage, prices: Prices | None) -> float | None:
 
 def _asked(events: Iterable[RunEvent]) -> set[str]:
     """Ids of the calls the run's own replies made."""
-    return {
-        str(call.get("id"))
-        for event in events
-        if event.type == "model_responded"
-        for call in event.payload.get("tool_calls") or ()
-    }
+    return {call.id for reply in payloads(events, ModelResponded) for call in reply.tool_calls}
 
 
 def _names(events: Iterable[RunEvent]) -> dict[str, str]:
     names: dict[str, str] = {}
     for event in events:
-        if event.type == "model_responded":
-            for call in event.payload.get("tool_calls") or ():
-                names[str(call.get("id"))] = str(call.get("name"))
-        elif event.type == "tool_completed" and event.payload.get("tool"):
-            names[str(event.payload.get("call_id"))] = str(event.payload["tool"])
+        match event.payload:
+            case ModelResponded(tool_calls=calls):
+                names.update((call.id, call.name) for call in calls)
+            case ToolCompleted(call_id=call_id, tool=tool):
+                names[call_id] = tool
+            case _:
+                pass
     return names
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol, get_args
 
-from harness.core.events import RunEvent
+from harness.core.events import RunEvent, RunSubmitted, payloads
 from harness.errors import ConfigError
 from harness.observability._cost_fold import (
     FOLDED_TYPES,
@@ -201,9 +201,7 @@ async def _inherited_names(
         )
         names.update(tool_names(found))
         parents = {
-            str(e.payload["parent_run_id"])
-            for e in found
-            if e.type == "run_submitted" and e.payload.get("parent_run_id")
+            s.parent_run_id for s in payloads(found, RunSubmitted) if s.parent_run_id is not None
         }
     return names
 

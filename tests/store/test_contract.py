@@ -591,13 +591,11 @@ async def test_events_of_many_runs_come_by_run_and_seq_filtered_by_type(
     for run_id in ids:
         await new_run(store, run_id)
     for run_id in ids[:3] + ids[-2:]:
-        await step(store, run_id, ev("model_called"), ev("step_started"), ev("model_responded"))
-    found = await store.events_of_runs(
-        list(reversed(ids)), types=["model_called", "model_responded"]
-    )
+        await step(store, run_id, ev("model_called"), ev("step_started"), ev("hint_injected"))
+    found = await store.events_of_runs(list(reversed(ids)), types=["model_called", "hint_injected"])
     expected = [(r, seq) for r in ids[:3] + ids[-2:] for seq in (1, 3)]
     assert [(e.run_id, e.seq) for e in found] == expected
-    assert {e.type for e in found} == {"model_called", "model_responded"}
+    assert {e.type for e in found} == {"model_called", "hint_injected"}
     assert await store.events_of_runs(ids, types=[]) == []
     assert await store.events_of_runs([], types=["model_called"]) == []
 

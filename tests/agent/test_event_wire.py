@@ -2,7 +2,10 @@
 
 `tests/fixtures/events_emitted.jsonl` was written by running these scenarios on the code
 from before typed event payloads (untyped dicts); the typed classes and the codec must give
-the same bytes. Regenerate it only for a deliberate change of the wire format (with a new
+the same bytes. Since then one change was deliberate and additive: `model_responded` (and
+the `context_compacted` of a summary) name the model that answered (`model`) and, when
+known, its `prices` (issue 12, `harness cost`); those keys come last, and older logs
+without them still decode. Regenerate it only for a deliberate change of the wire format (with a new
 schema version): `python tests/agent/test_event_wire.py > tests/fixtures/events_emitted.jsonl`.
 """
 

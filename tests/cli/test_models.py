@@ -70,6 +70,8 @@ def test_list_shows_built_in_and_configured_profiles(tmp_path: Path) -> None:
     assert "32768" in fast
     assert "0.15/0.6/0.15" in fast
     assert "→ local" in fast
+    assert next(row for row in rows if row.startswith("claude")).endswith("unknown")
+    assert next(row for row in rows if row.startswith("local")).endswith("free")
 
 
 def test_list_as_json_with_an_environment_override(tmp_path: Path) -> None:
@@ -89,6 +91,7 @@ def test_list_as_json_with_an_environment_override(tmp_path: Path) -> None:
     assert rows["fast"]["default"] is True
     assert rows["fast"]["prices"] == {"input": 0.15, "output": 0.6, "cached_input": None}
     assert rows["claude"]["provider"] == "anthropic"
+    assert rows["claude"]["prices"] is None  # unknown
     assert rows["claude"]["tool_calls"] == "native"
 
 

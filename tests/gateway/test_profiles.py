@@ -82,6 +82,7 @@ async def test_each_response_carries_its_cost() -> None:
     response = await model.request(a_request())
     assert response.usage.cost_usd == pytest.approx(expected)
     assert dataclasses.replace(response.usage, cost_usd=0.0) == usage
+    assert (response.profile, response.prices) == ("paid", PRICES)
 
     events = await events_of(model, a_request())
     assert isinstance(events[-1], ResponseDone)
@@ -92,6 +93,14 @@ async def test_a_free_profile_leaves_the_reported_cost() -> None:
     usage = Usage(input_tokens=10, output_tokens=5, cost_usd=0.25)
     response = await ProfiledModel(answer(usage), LOCAL_PROFILE).request(a_request())
     assert response.usage.cost_usd == 0.25
+    assert (response.profile, response.prices) == ("local", Prices())  # known: free
+
+
+async def test_a_profile_without_prices_says_its_price_is_unknown() -> None:
+    usage = Usage(input_tokens=10, output_tokens=5)
+    response = await ProfiledModel(answer(usage), ModelProfile(name="x")).request(a_request())
+    assert (response.profile, response.prices, response.usage.cost_usd) == ("x", None, 0.0)
+    assert ModelProfile(name="openai:gpt-x").prices is None
 
 
 async def test_the_profile_sampling_settings_are_defaults_the_request_overrides() -> None:

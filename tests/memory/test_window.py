@@ -110,6 +110,10 @@ async def test_summarize_calls_the_summarizer_once_and_places_one_summary() -> N
     assert len(sent) == 7
     assert compaction.summary == "Listed src/: 42 Python files; largest is loop.py."
     assert compaction.usage.requests == 1
+    assert (compaction.model, compaction.prices) == (model.name, None)
+    event = payload_to_dict(compaction.event(step=1))
+    assert event["model"] == model.name
+    assert "prices" not in event  # unknown
     assert compaction.messages_removed == len(messages) - 2 - 4
     assert compaction.state.history_index == len(messages) - 4
     assert fits(window, prepared.messages)

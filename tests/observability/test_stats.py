@@ -121,7 +121,8 @@ def batch() -> list[Agent]:
 async def run_batch(home: Path, store: str | None = None) -> None:
     async with Harness(Settings(home=home), store=store) as harness:
         for agent in batch():
-            await harness.run(agent, "go")
+            task_type = "refund" if agent.name == "other" else None  # the last two runs
+            await harness.run(agent, "go", task_type=task_type)
 
 
 async def stats_of(target: str, **filters: Any) -> Stats:
@@ -190,7 +191,10 @@ async def test_filters_by_agent_window_and_task_type(store: str) -> None:
     assert (later.runs, later.steps, later.tools, later.terminations) == (0, 0, (), ())
     assert later.tool_calls_per_step is None
     assert (await stats_of(store, since=parse_since("1h", now=time.time()).start)).runs == 6
-    assert (await stats_of(store, task_type="refund")).runs == 0  # no run has that type
+    refunds = await stats_of(store, task_type="refund")
+    assert (refunds.runs, refunds.steps) == (2, 2)  # the two runs of `other`
+    assert {s.name: s.count for s in refunds.terminations} == {"final_answer": 1, "error": 1}
+    assert (await stats_of(store, task_type="billing")).runs == 0
 
 
 async def test_the_json_form_has_stable_keys(store: str) -> None:

@@ -99,6 +99,18 @@ def test_a_price_table_may_give_some_prices(tmp_path: Path) -> None:
     assert profile.prices == Prices(input=0.0, output=1.5, cached_input=None)
 
 
+def test_prices_are_unknown_until_given_and_zero_prices_declare_a_free_model(
+    tmp_path: Path,
+) -> None:
+    profiles = settings_with(
+        tmp_path,
+        '[models.p]\nmodel = "x"\n[models.free]\nprices = { input = 0, output = 0 }\n',
+    ).profiles
+    assert profiles["p"].prices is None
+    assert profiles["free"].prices == Prices()
+    assert profiles["local"].prices == Prices()  # the built-in llama.cpp server is free
+
+
 # ── errors name the file, the key path and the problem ────────────────────────
 
 

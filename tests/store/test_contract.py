@@ -607,6 +607,50 @@ async def test_listing_without_a_limit_lists_every_run(store: EventStore) -> Non
     assert sorted(r.run_id for r in listed) == [f"run_{i:03}" for i in range(120)]
 
 
+async def test_a_run_keeps_its_task_type_and_runs_are_listed_by_it(store: EventStore) -> None:
+    await new_run(store, "run_a", task_type="refund")
+    await new_run(store, "run_b", task_type="billing.refund")
+    await new_run(store, "run_c")
+    assert (await store.get_run("run_a")).task_type == "refund"  # type: ignore[union-attr]
+    assert (await store.get_run("run_c")).task_type is None  # type: ignore[union-attr]
+    assert [r.run_id for r in await store.list_runs(task_type="refund")] == ["run_a"]
+    assert len(await store.list_runs(limit=None)) == 3
+    assert len(await store.list_runs(limit=2)) == 2
+
+
+async def test_events_of_many_runs_come_by_run_and_seq_filtered_by_type(
+    store: EventStore,
+) -> None:
+    ids = [f"run_{i:04d}" for i in range(1203)]  # more runs than one statement takes
+    for run_id in ids:
+        await new_run(store, run_id)
+    for run_id in ids[:3] + ids[-2:]:
+        await step(store, run_id, ev("model_called"), ev("step_started"), ev("hint_injected"))
+    found = await store.events_of_runs(list(reversed(ids)), types=["model_called", "hint_injected"])
+    expected = [(r, seq) for r in ids[:3] + ids[-2:] for seq in (1, 3)]
+    assert [(e.run_id, e.seq) for e in found] == expected
+    assert {e.type for e in found} == {"model_called", "hint_injected"}
+    assert await store.events_of_runs(ids, types=[]) == []
+    assert await store.events_of_runs([], types=["model_called"]) == []
+
+
+async def test_message_sizes_of_many_runs_come_without_their_text(store: EventStore) -> None:
+    await new_run(store, "run_1")
+    await new_run(store, "run_2")
+    await step(store, "run_1", messages=CONVERSATION)
+    await step(store, "run_2", messages=CONVERSATION[3:4])
+    tools = await store.message_tokens(["run_2", "run_1"], roles=["tool"])
+    assert [(m.run_id, m.seq, m.tool_call_id, m.tokens) for m in tools] == [
+        ("run_1", 4, "c1", 3),
+        ("run_1", 5, "c2", None),
+        ("run_2", 1, "c1", 3),
+    ]
+    every = await store.message_tokens(["run_1"])
+    assert [m.role for m in every] == [m.role for m in CONVERSATION]
+    assert every[2].tokens == 31
+    assert await store.message_tokens(["run_1"], roles=[]) == []
+
+
 # Leases
 
 

@@ -127,6 +127,8 @@ class ActiveRun:
         self.elapsed_before = 0.0
         """Seconds the run executed before this resumption (`Limits.max_seconds` counts them)."""
         self._failures = FailureTracker(spec.limits.max_identical_failures)
+        self._fell_back_to: str | None = None
+        """The model the current request moved to last (its `model_fallback` notices)."""
 
     @property
     def spec(self) -> AgentSpec:
@@ -336,6 +338,7 @@ class ActiveRun:
         # Before the wait: a reply not yet durable commits now (what it cost is never lost),
         # and a run someone watches live commits so they see the step start.
         await self._sink.announce()
+        self._fell_back_to = None
         started = self._clock.monotonic()
         response = await (self._streamed(request) if self._stream else self._model.request(request))
         response = _cleaned(response)
@@ -354,6 +357,8 @@ class ActiveRun:
                 tool_calls=tuple(ToolCallRef(id=c.id, name=c.name) for c in message.tool_calls),
                 tool_calls_from_text=_from_text(response),
                 duration_s=round(self._clock.monotonic() - started, 6),
+                model=response.profile or self._fell_back_to or self._model.name,
+                prices=response.prices,
             )
         )
         return response
@@ -388,6 +393,8 @@ class ActiveRun:
 
     def _notice(self, notice: ModelRetry | ModelFallback) -> None:
         """Gateway notices (retries, fallbacks) become run events, with the step."""
+        if isinstance(notice, ModelFallback):
+            self._fell_back_to = notice.to_model
         self.emit(dataclasses.replace(notice, step=self._steps))
 
     async def _streamed(self, request: ModelRequest) -> ModelResponse:

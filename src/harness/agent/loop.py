@@ -92,6 +92,7 @@ class AgentLoop:
         usage: Usage | None = None,
         context: ContextState | None = None,
         elapsed_s: float = 0.0,
+        task_type: str | None = None,
     ) -> RunResult:
         """Run the loop on `messages` (system prompt and task first).
 
@@ -109,6 +110,7 @@ class AgentLoop:
                 last `context_compacted` event); without it, a resumed run compacts anew.
             elapsed_s: The time the run executed before (when resumed), counted against
                 `Limits.max_seconds`.
+            task_type: The run's task type, reported in `run_started` when set.
         """
         run = self._active_run(run_id, messages, usage or Usage())
         run.elapsed_before = elapsed_s
@@ -119,6 +121,7 @@ class AgentLoop:
                 strategy=self._spec.strategy,
                 tools=tuple(d.name for d in self._toolset.definitions()),
                 max_steps=self._spec.limits.max_steps,
+                task_type=task_type,
             )
         )
         error_type, stop = None, None

@@ -94,6 +94,10 @@ def run(
         typer.Option("--mcp", help="Give the agent the tools of this [mcp.NAME] server."),
     ] = None,
     stream: Annotated[bool, typer.Option(help="Stream the model's text as it arrives.")] = False,
+    task_type: Annotated[
+        str | None,
+        typer.Option(help="A label for this kind of task (e.g. refund): groups runs in cost."),
+    ] = None,
     detach: Annotated[
         bool, typer.Option(help="Queue the run for `harness worker`, print its id and exit.")
     ] = False,
@@ -113,6 +117,7 @@ def run(
         "max_tool_calls": max_tool_calls,
     }
     try:
+        _check_task_type(task_type)
         settings = load_settings()
         limits = _limits(settings.default_limits, budgets)
         agent = AgentSpec(
@@ -139,7 +144,7 @@ def run(
             f"(configured: {known}); add an [mcp.{unknown[0]}] table with a command or url"
         )
     if detach:
-        typer.echo(_submit(settings, agent, task))
+        typer.echo(_submit(settings, agent, task, task_type))
         return
     failures: list[RunFailed] = []
     renderer = JsonRenderer() if json_output else LiveRenderer()
@@ -151,7 +156,13 @@ def run(
 
     try:
         result = asyncio.run(
-            _run(Harness(settings, base_url=base_url, adopt=False), agent, task, stream, on_event)
+            _run(
+                Harness(settings, base_url=base_url, adopt=False),
+                agent,
+                _Task(text=task, task_type=task_type),
+                stream,
+                on_event,
+            )
         )
     except StoreError as exc:  # the run exists but could not go on: it did not succeed
         fail(str(exc), code=1)
@@ -198,26 +209,48 @@ def version() -> None:
     typer.echo(__version__)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class _Task:
+    """What `harness run` asks: the task and its type."""
+
+    text: str
+    """The task."""
+    task_type: str | None
+    """Its label, if given."""
+
+
 async def _run(
     harness: Harness,
     agent: AgentSpec,
-    task: str,
+    task: _Task,
     stream: bool,
     renderer: Callable[[RunEvent], None],
 ) -> RunResult:
     async with harness:
-        return await harness.run(agent, task, stream=stream, on_event=renderer)
+        return await harness.run(
+            agent, task.text, stream=stream, on_event=renderer, task_type=task.task_type
+        )
 
 
-def _submit(settings: Settings, agent: AgentSpec, task: str) -> str:
+def _submit(settings: Settings, agent: AgentSpec, task: str, task_type: str | None) -> str:
     async def go() -> str:
         async with Harness(settings, execute=False) as harness:
-            return await harness.submit(agent, task)
+            return await harness.submit(agent, task, task_type=task_type)
 
     try:
         return asyncio.run(go())
     except HarnessError as exc:
         fail(str(exc))
+
+
+def _check_task_type(task_type: str | None) -> None:
+    """Raises `ConfigError` naming `--task-type` when it is not a valid label."""
+    from harness.core.ids import check_task_type
+
+    try:
+        check_task_type(task_type)
+    except ConfigError as exc:
+        raise ConfigError(f"--task-type: {exc}") from exc
 
 
 def _tool_names(option: str) -> list[str]:
@@ -281,6 +314,6 @@ def fail(message: str, *, code: int = 2) -> NoReturn:
 
 def main() -> None:
     """Entry point of the `harness` console script."""
-    from harness.cli import models, runs, stats  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    from harness.cli import cost, models, runs, stats  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
     app()

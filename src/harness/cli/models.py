@@ -38,7 +38,9 @@ def profile_summary(profile: ModelProfile, *, default: bool = False) -> dict[str
         "fallbacks": list(profile.fallbacks),
         "max_retries": profile.max_retries,
         "concurrency": profile.concurrency,
-        "prices": {
+        "prices": None
+        if profile.prices is None
+        else {
             "input": profile.prices.input,
             "output": profile.prices.output,
             "cached_input": profile.prices.cached_input,
@@ -95,9 +97,11 @@ def models_check(
 
 def _row(row: dict[str, Any]) -> tuple[str, ...]:
     prices = row["prices"]
-    cached = prices["input"] if prices["cached_input"] is None else prices["cached_input"]
-    priced = prices["input"] or prices["output"] or cached
-    cost = f"{prices['input']:g}/{prices['output']:g}/{cached:g}" if priced else "-"
+    cost = "unknown" if prices is None else "free"
+    if prices is not None:
+        cached = prices["input"] if prices["cached_input"] is None else prices["cached_input"]
+        if prices["input"] or prices["output"] or cached:
+            cost = f"{prices['input']:g}/{prices['output']:g}/{cached:g}"
     fallbacks = f" → {', '.join(row['fallbacks'])}" if row["fallbacks"] else ""
     return (
         row["name"] + (" *" if row["default"] else ""),

@@ -31,11 +31,13 @@ from harness.core.events import (
     ToolStarted,
 )
 from harness.core.usage import Usage
+from harness.observability.cost import CostLine, CostReport
 from harness.observability.stats import Stats
 
 __all__ = [
     "JsonRenderer",
     "LiveRenderer",
+    "print_cost",
     "print_error",
     "print_hint",
     "print_note",
@@ -326,3 +328,116 @@ def _seconds(value: float | None) -> str:
 
 def _number(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
+
+
+def print_cost(report: CostReport, console: Console | None = None) -> None:
+    """Print a cost report as a table: a row per line, the total, then a summary line."""
+    out = console or Console(highlight=False)
+    if not out.is_terminal:
+        out.width = max(out.width, 160)  # a table piped to a file keeps its columns whole
+    tool = "tool" in report.by
+    cells = _tool_cells if tool else _cost_cells
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for dim in report.by:
+        table.add_column(dim)
+    for head in _TOOL_HEADS if tool else _COST_HEADS:
+        table.add_column(head, justify="right")
+    for line in report.lines if report.by else ():
+        table.add_row(*(escape(_value(line.key[dim])) for dim in report.by), *cells(line))
+    total = report.total
+    if not tool:
+        table.add_section()
+        label = ["[bold]total[/]", *[""] * (len(report.by) - 1)] if report.by else []
+        table.add_row(*label, *_cost_cells(total))
+    out.print(table)
+    since = "" if report.since is None else f" since {_iso_minute(report.since)}"
+    note = " · by tool: the tokens of its results in later requests" if tool else ""
+    out.print(
+        f"[dim]{total.runs} runs{since} ({total.completed_runs} completed) · "
+        f"{total.requests} model requests · {escape(_usd(total))}{note}[/]"
+    )
+
+
+_COST_HEADS = (
+    "runs",
+    "completed",
+    "requests",
+    "input",
+    "output",
+    "cached",
+    "reasoning",
+    "USD",
+    "USD/completed",
+)
+_TOOL_HEADS = (
+    "runs",
+    "calls",
+    "time s",
+    "result tok",
+    "carried in",
+    "input tok",
+    "cached",
+    "USD",
+    "USD/completed",
+)
+
+
+def _cost_cells(line: CostLine) -> list[str]:
+    t = line.tokens
+    return [
+        str(line.runs),
+        str(line.completed_runs),
+        str(line.requests),
+        f"{t.input:,}",
+        f"{t.output:,}",
+        f"{t.cached:,}",
+        f"{t.reasoning:,}",
+        _usd(line),
+        _per_run(line),
+    ]
+
+
+def _tool_cells(line: CostLine) -> list[str]:
+    return [
+        str(line.runs),
+        str(line.calls or 0),
+        f"{line.seconds or 0.0:.2f}",
+        f"{line.result_tokens or 0:,}",
+        str(line.requests),
+        f"{line.tokens.input:,}",
+        f"{line.tokens.cached:,}",
+        _usd(line),
+        _per_run(line),
+    ]
+
+
+def _usd(line: CostLine) -> str:
+    """US dollars, `unknown` when no price is known, `≥ $x` when only some are."""
+    if line.usd is not None:
+        return _dollars(line.usd)
+    if line.usd_priced > 0:
+        return f"≥ {_dollars(line.usd_priced)} (+{line.unpriced_requests} unknown)"
+    return "unknown"
+
+
+def _per_run(line: CostLine) -> str:
+    per_run = line.usd_per_completed_run
+    if per_run is not None:
+        return _dollars(per_run)
+    return "unknown" if line.usd is None and line.completed_runs else "-"
+
+
+def _dollars(usd: float) -> str:
+    if usd == 0 or usd >= 1:
+        return f"${usd:,.2f}"
+    return "$" + f"{usd:.6f}".rstrip("0")
+
+
+def _value(value: str | None) -> str:
+    return "(none)" if value is None else value
+
+
+def _iso_minute(ts: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="minutes")

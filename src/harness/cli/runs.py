@@ -12,7 +12,8 @@ import typer
 
 from harness.cli.app import app, fail
 from harness.core.codec import dumps, event_to_dict, message_to_dict, usage_to_dict
-from harness.errors import HarnessError
+from harness.core.ids import check_task_type
+from harness.errors import ConfigError, HarnessError
 from harness.observability.serve import MetricsServer, check_host
 from harness.runtime.harness import Harness, already_decided
 from harness.runtime.lifecycle import RunState
@@ -142,20 +143,26 @@ def replay(run_id: RunArg, json_output: JsonOpt = False) -> None:
 def runs_list(
     state: Annotated[str | None, typer.Option(help="Only runs in this state.")] = None,
     agent: Annotated[str | None, typer.Option(help="Only runs of this agent.")] = None,
+    task_type: Annotated[str | None, typer.Option(help="Only runs of this task type.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
     json_output: JsonOpt = False,
 ) -> None:
     """List runs, newest first."""
     if state is not None and state.upper() not in RunState.__members__:
         fail(f"--state: no run state {state!r}; use one of {', '.join(RunState.__members__)}")
-    records = steer(lambda h: h.list(state=state, agent=agent, limit=limit))
+    try:
+        check_task_type(task_type)
+    except ConfigError as exc:
+        fail(f"--task-type: {exc}")
+    records = steer(lambda h: h.list(state=state, agent=agent, task_type=task_type, limit=limit))
     for record in records:
         if json_output:
             typer.echo(json.dumps(_record_dict(record)))
         else:
+            kind = f" [{record.task_type}]" if record.task_type else ""
             typer.echo(
                 f"{record.run_id}  {record.state:<12} {record.agent:<12} "
-                f"{_when(record.created_at)}  {(record.task or '')[:50]}"
+                f"{_when(record.created_at)}{kind}  {(record.task or '')[:50]}"
             )
 
 
@@ -302,6 +309,7 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
         "agent": record.agent,
         "state": record.state,
         "task": record.task,
+        "task_type": record.task_type,
         "parent_run_id": record.parent_run_id,
         "model": record.model,
         "created_at": _when(record.created_at),

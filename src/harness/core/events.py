@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, TypeVar, get_args
 
-from harness.core.usage import Usage
+from harness.core.usage import Prices, Usage
 
 if TYPE_CHECKING:
     from harness.core.messages import Message
@@ -249,6 +249,12 @@ class ModelResponded(EventPayload):
     """Seconds the request took."""
     from_text_recorded: bool = field(default=True, metadata={PRESENCE_OF: "tool_calls_from_text"})
     """Whether the event has a `tool_calls_from_text` key (older logs lack it); not a key."""
+    model: str | None = _optional()
+    """The model that answered: the name of its profile (behind a fallback, the one that
+    took over), else the model's own name; older logs lack it."""
+    prices: Prices | None = _optional()
+    """The prices the request was charged at; absent when they are unknown (and in older
+    logs)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -428,6 +434,10 @@ class ContextCompacted(EventPayload):
     """What the summary request consumed."""
     state: Mapping[str, Any] | None = _optional()
     """The window manager's state after it (`ContextState.from_event` reads it back)."""
+    model: str | None = _optional()
+    """The model that wrote the summary, when one was asked (see `ModelResponded.model`)."""
+    prices: Prices | None = _optional()
+    """The prices the summary request was charged at; absent when unknown or not asked."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

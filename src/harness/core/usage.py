@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["DEFAULT_TOOL_TIMEOUT", "Limits", "Usage"]
+__all__ = ["DEFAULT_TOOL_TIMEOUT", "Limits", "Prices", "Usage"]
 
 DEFAULT_TOOL_TIMEOUT: Final = 30.0
 """Seconds a call may run when neither its tool nor `Limits.tool_timeout` says."""
@@ -45,6 +45,48 @@ class Usage:
             tool_calls=self.tool_calls + other.tool_calls,
             cost_usd=self.cost_usd + other.cost_usd,
         )
+
+
+_PER_MILLION: Final = 1_000_000
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Prices:
+    """US dollars per million tokens of one model; all zero declares it free.
+
+    A model whose prices are not known has none (`None` where prices are expected), so
+    that its cost is unknown rather than zero.
+    """
+
+    input: float = 0.0
+    """Per million prompt tokens that were not served from the cache."""
+    output: float = 0.0
+    """Per million completion tokens, reasoning included."""
+    cached_input: float | None = None
+    """Per million prompt tokens served from the provider's cache; `None` charges `input`."""
+
+    @property
+    def free(self) -> bool:
+        """Whether every price is zero, so that nothing is ever charged."""
+        return not (self.input or self.output or self.cached_input)
+
+    def cost(self, usage: Usage) -> float:
+        """What `usage` cost: uncached input, cached input and output, each at its price.
+
+        `usage.input_tokens` counts cached tokens too; they are charged at `cached_input`.
+        """
+        cached = min(usage.cached_tokens, usage.input_tokens)
+        dollars = (
+            (usage.input_tokens - cached) * self.input
+            + cached * self.cached_price
+            + usage.output_tokens * self.output
+        )
+        return dollars / _PER_MILLION
+
+    @property
+    def cached_price(self) -> float:
+        """The price of a cached prompt token: `cached_input`, else `input`."""
+        return self.input if self.cached_input is None else self.cached_input
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

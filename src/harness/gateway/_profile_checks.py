@@ -77,7 +77,9 @@ def _ranges(profile: ModelProfile) -> list[tuple[str, str]]:
     return problems
 
 
-def _price_problems(prices: Prices) -> list[tuple[str, str]]:
+def _price_problems(prices: Prices | None) -> list[tuple[str, str]]:
+    if prices is None:
+        return []
     values = (
         ("prices.input", prices.input),
         ("prices.output", prices.output),

@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from harness.core.events import ModelFallback, ModelRetry
 from harness.core.messages import Message, ToolDefinition
 from harness.core.usage import Usage
+from harness.gateway.pricing import Prices
 
 __all__ = [
     "FinishReason",
@@ -115,6 +116,12 @@ class ModelResponse:
     tool_calls_from_text: str | None = None
     """The format (`hermes`, `llama3_json`, ...) harness read this reply's tool calls from,
     when they were written as text rather than returned by the server; `None` otherwise."""
+    profile: str | None = None
+    """The model profile that answered (set by `ProfiledModel`; behind a `FallbackModel`,
+    the fallback's); `None` for a model without a profile."""
+    prices: Prices | None = None
+    """The prices `usage.cost_usd` was computed with (the answering profile's); `None`
+    when they are unknown, so that the cost is unknown rather than free."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

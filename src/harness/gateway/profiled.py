@@ -62,8 +62,9 @@ class ProfiledModel(WrapperModel):
 
     - The profile's sampling settings are the defaults of every request; a request's own
       settings win.
-    - Each response's `usage.cost_usd` is priced from the profile's prices (left as the
-      provider reported it when the profile has no prices).
+    - Each response names its profile (`ModelResponse.profile`) and, when the profile
+      declares prices, carries them (`ModelResponse.prices`) with `usage.cost_usd` priced
+      from them (a free profile leaves the cost the provider reported).
     - When the profile says the server cannot stream, `stream` sends one whole request and
       yields its `ResponseDone`.
     - When the profile says the server has no native structured output
@@ -116,8 +117,8 @@ class ProfiledModel(WrapperModel):
         return dataclasses.replace(request, settings=settings)
 
     def _priced(self, response: ModelResponse) -> ModelResponse:
-        prices = self._profile.prices
-        if prices.free:
-            return response
+        prices, name = self._profile.prices, self._profile.name
+        if prices is None or prices.free:
+            return dataclasses.replace(response, profile=name, prices=prices)
         usage = dataclasses.replace(response.usage, cost_usd=prices.cost(response.usage))
-        return dataclasses.replace(response, usage=usage)
+        return dataclasses.replace(response, usage=usage, profile=name, prices=prices)

@@ -133,8 +133,10 @@ class ModelProfile:
     """Profiles (or `provider:model` strings) tried in order when this one fails."""
     concurrency: int | None = None
     """Requests sent to this model at once; `None` is unlimited."""
-    prices: Prices = field(default_factory=Prices)
-    """US dollars per million input, output and cached input tokens."""
+    prices: Prices | None = None
+    """US dollars per million input, output and cached input tokens; `None` when unknown
+    (then its responses are not priced, and `harness cost` shows their cost as unknown).
+    All zero declares the model free."""
     tool_calls: str = "auto"
     """How tool calls come back: `native` (parsed by the server), `text:FORMAT` (parsed by
     harness from the text, e.g. `text:hermes`), or `auto`: native, unless `native_tools` is
@@ -184,9 +186,14 @@ class ModelProfile:
 
 
 LOCAL_PROFILE = ModelProfile(
-    name="local", provider="openai", model="local", base_url="http://localhost:8080/v1"
+    name="local",
+    provider="openai",
+    model="local",
+    base_url="http://localhost:8080/v1",
+    prices=Prices(),
 )
-"""A llama.cpp server on this machine: `llama-server -m MODEL.gguf --jinja --port 8080`."""
+"""A llama.cpp server on this machine: `llama-server -m MODEL.gguf --jinja --port 8080`.
+It is free (its prices are declared zero): nothing is paid per token."""
 
 BUILTIN_PROFILES: Mapping[str, ModelProfile] = {"local": LOCAL_PROFILE}
 """Profiles that exist without configuration; `harness.toml` may change their keys."""

@@ -7,8 +7,7 @@ from typing import Final
 
 from harness.core.ids import new_id
 from harness.core.messages import Message
-from harness.core.usage import Usage
-from harness.gateway.model import Model, ModelRequest, ModelSettings
+from harness.gateway.model import Model, ModelRequest, ModelResponse, ModelSettings
 from harness.memory._cut import cut_text
 from harness.memory.tokens import TokenCounter
 
@@ -66,8 +65,11 @@ async def request_summary(
     input_budget: int,
     max_tokens: int,
     counter: TokenCounter,
-) -> tuple[str, Usage]:
+) -> tuple[str, ModelResponse]:
     """Ask `model` for a summary of `messages`; the latest ones are kept if not all fit.
+
+    Returns:
+        The summary, and the response it came in (its usage, profile and prices).
 
     Raises:
         ValueError: The model answered without text.
@@ -88,7 +90,7 @@ async def request_summary(
     text = (response.message.content or "").strip()
     if not text:
         raise ValueError(f"the summarizer {model.name} answered without text")
-    return _clip(text, max_tokens, counter), response.usage
+    return _clip(text, max_tokens, counter), response
 
 
 def _transcript(messages: Sequence[Message], room: int, counter: TokenCounter) -> str:

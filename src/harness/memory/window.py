@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 from harness.core.events import ContextCompacted
 from harness.core.messages import Message, ToolDefinition
-from harness.core.usage import Usage
+from harness.core.usage import Prices, Usage
 from harness.errors import ConfigError
-from harness.gateway.model import Model
+from harness.gateway.model import Model, ModelResponse
 from harness.gateway.profiles import ModelProfile
 from harness.memory._cut import cap_message, cut_largest, head_length, split_turns
 from harness.memory._summary import request_summary, summary_message
@@ -203,6 +203,10 @@ class Compaction:
     """What the summary request consumed; count it in the run's usage."""
     state: ContextState = field(default_factory=ContextState)
     """The state after this compaction."""
+    model: str | None = None
+    """The model that wrote the summary (its profile's name), when one was asked."""
+    prices: Prices | None = None
+    """The prices the summary request was charged at; `None` when unknown or not asked."""
 
     def event(self, step: int) -> ContextCompacted:
         """The `context_compacted` event of this compaction, at `step`.
@@ -225,6 +229,8 @@ class Compaction:
             fallback=self.fallback,
             usage=self.usage,
             state=state,
+            model=self.model,
+            prices=self.prices,
         )
 
 
@@ -324,10 +330,10 @@ class WindowManager:
         if cut:
             tier = self.policy.tier(self.counter.count(view.messages(), tools))
         done: Tier = "trim"
-        fallback, usage, summary = None, Usage(), None
+        fallback, response, summary = None, None, None
         if tier in ("summarize", "stage_summary"):
             try:
-                summary, usage = await self._summarize(view, tier, summarizer)
+                summary, response = await self._summarize(view, tier, summarizer)
                 done = tier
             except Exception as exc:  # a summary that fails must not end the run: trim
                 fallback = f"{type(exc).__name__}: {exc}"
@@ -348,8 +354,12 @@ class WindowManager:
             messages_cut=len(new_cuts),
             summary=summary,
             fallback=fallback,
-            usage=usage,
+            usage=Usage() if response is None else response.usage,
             state=self._state,
+            model=None
+            if response is None or summarizer is None
+            else response.profile or summarizer.name,
+            prices=None if response is None else response.prices,
         )
         return Prepared(messages=tuple(sent), tokens=after, compaction=compaction)
 
@@ -414,7 +424,7 @@ class WindowManager:
 
     async def _summarize(
         self, view: _View, tier: Tier, summarizer: Model | None
-    ) -> tuple[str, Usage]:
+    ) -> tuple[str, ModelResponse]:
         if summarizer is None:
             raise ValueError("no summarizer model was given")
         stage = tier == "stage_summary"
@@ -423,7 +433,7 @@ class WindowManager:
         if not older:
             raise ValueError(f"nothing older than the last {keep} turns to summarize")
         task = next((m.content or "" for m in view.head if m.role == "user"), "")
-        text, usage = await request_summary(
+        text, response = await request_summary(
             summarizer,
             task=task,
             previous=self._state.summary,
@@ -436,7 +446,7 @@ class WindowManager:
         view.drop(len(older))
         self._state = ContextState(history_index=view.start, summary=text, stage=stage)
         view.lead = [self._lead(view)]
-        return text, usage
+        return text, response
 
     def _fit(self, view: _View, tools: Sequence[ToolDefinition]) -> tuple[list[Message], set[int]]:
         """Make the request fit the budget: drop kept turns down to one, then cut text."""

@@ -1,5 +1,7 @@
-"""Observability: metrics (and traces) of runs, kept by subscribers of the event bus.
+"""Observability: what runs did and cost, from the event bus and the store.
 
-Nothing below the runtime imports this package; the runtime and the CLI attach it. Each
-module loads its third-party library only when imported: importing `harness` loads none.
+Subscribers of the event bus keep metrics and traces as runs go; readers of the store
+(`cost`, `stats`) answer for every past run from any process. Nothing below the runtime
+imports this package: the runtime and the command line use it. Each module loads its
+third-party library only when imported: importing `harness` loads none.
 """

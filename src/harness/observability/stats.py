@@ -199,8 +199,7 @@ async def compute_stats(
         agent: Only this agent's runs.
         task_type: Only runs of this task type.
     """
-    listed = await store.list_runs(since=since, agent=agent, limit=None)
-    records = [r for r in listed if _has_task_type(r, task_type)]
+    records = await store.list_runs(since=since, agent=agent, task_type=task_type, limit=None)
     events = await store.events_of_runs([r.run_id for r in records], types=STAT_EVENTS)
     tally = _Tally()
     for _, run_events in groupby(events, key=lambda event: event.run_id):
@@ -222,12 +221,6 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def _has_task_type(record: RunRecord, task_type: str | None) -> bool:
-    """Whether the run is of `task_type` (any run when `None`)."""
-    # The runs row gains `task_type` in a parallel change; until then no run has one.
-    return task_type is None or getattr(record, "task_type", None) == task_type
 
 
 def _fold_run(tally: _Tally, events: Sequence[RunEvent]) -> None:

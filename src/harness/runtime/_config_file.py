@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from harness.agent.strategies import strategy_names
 from harness.core.usage import Limits
+from harness.gateway.pricing import Prices
 from harness.gateway.profiles import DEFAULT_PROFILE, ModelProfile
 from harness.tools.approvals import ApprovalPolicy, ApprovalRule
 from harness.tools.mcp import MCPServerConfig
@@ -74,7 +75,12 @@ class _ProfileEntry(BaseModel):
         """
         values = self.model_dump(exclude_unset=True)
         if "prices" in values:
-            values["prices"] = dataclasses.replace(base.prices, **values["prices"])
+            given = Prices(**values["prices"])
+            values["prices"] = (
+                given
+                if base.prices is None
+                else dataclasses.replace(base.prices, **values["prices"])
+            )
         if "context" in values:
             values["context"] = dataclasses.replace(base.context, **values["context"])
         for key in ("stop", "fallbacks"):

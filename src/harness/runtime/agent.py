@@ -28,10 +28,13 @@ class Agent(AgentSpec):
         *,
         stream: bool = False,
         on_event: Callable[[RunEvent], None] | None = None,
+        task_type: str | None = None,
     ) -> RunResult:
-        """Run this agent once on `task`."""
+        """Run this agent once on `task` (`task_type`: see `Harness.submit`)."""
         async with Harness() as harness:
-            return await harness.run(self, task, stream=stream, on_event=on_event)
+            return await harness.run(
+                self, task, stream=stream, on_event=on_event, task_type=task_type
+            )
 
     def run_sync(
         self,
@@ -39,6 +42,7 @@ class Agent(AgentSpec):
         *,
         stream: bool = False,
         on_event: Callable[[RunEvent], None] | None = None,
+        task_type: str | None = None,
     ) -> RunResult:
         """Run this agent once on `task`, blocking until it ends."""
-        return asyncio.run(self.run(task, stream=stream, on_event=on_event))
+        return asyncio.run(self.run(task, stream=stream, on_event=on_event, task_type=task_type))

@@ -354,6 +354,7 @@ class RunExecutor:
                 usage=sink.usage,
                 context=left.context,
                 elapsed_s=left.elapsed_s,
+                task_type=record.task_type,
             )
         except RunInterrupted:
             sink.emit(RunPaused(at=handle.paused_at))

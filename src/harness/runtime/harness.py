@@ -32,7 +32,7 @@ from harness.core.events import (
     RunResumed,
     RunSubmitted,
 )
-from harness.core.ids import new_id
+from harness.core.ids import check_task_type, new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.core.usage import Usage
@@ -174,9 +174,8 @@ class Harness:
     def _note_labels(self, record: RunRecord) -> None:
         """A run this process is about to execute: its labels, from its row."""
         if self.metrics is not None:
-            task_type = getattr(record, "task_type", None)
             self.metrics.note_run(
-                record.run_id, agent=record.agent, task_type=task_type, model=record.model
+                record.run_id, agent=record.agent, task_type=record.task_type, model=record.model
             )
 
     async def aclose(self) -> None:
@@ -201,12 +200,24 @@ class Harness:
         priority: int = 0,
         parent_run_id: str | None = None,
         history: list[Message] | None = None,
+        task_type: str | None = None,
     ) -> str:
         """Queue a run of `agent` on `task` and return its id; it starts when there is room.
 
+        Args:
+            agent: The agent.
+            task: The task.
+            priority: Higher priorities are claimed first.
+            parent_run_id: The run this one continues (a resumed failed run).
+            history: The conversation to start from, instead of the system prompt and task.
+            task_type: A label for this kind of task (`refund`): kept with the run, it groups
+                runs in `harness cost`, metrics and traces (`TASK_TYPE_RULE`).
+
         Raises:
+            ConfigError: `task_type` is not a valid label.
             RunQueueFull: The queue of pending runs is at its bound.
         """
+        check_task_type(task_type)
         _, max_queue, _, lease_s = self._limits
         await _check_workspace(agent, self.settings.home)
         model = agent.model if isinstance(agent.model, str) else agent.model.name
@@ -239,9 +250,12 @@ class Harness:
             model=model,
             priority=priority,
             metadata=metadata,
+            task_type=task_type,
         )
         submitted = NewEvent(
-            payload=RunSubmitted(agent=agent.name, task=task, parent_run_id=parent_run_id)
+            payload=RunSubmitted(
+                agent=agent.name, task=task, parent_run_id=parent_run_id, task_type=task_type
+            )
         )
         try:
             created = await self.store.create_run(run, events=[submitted], messages=messages)
@@ -253,7 +267,7 @@ class Harness:
         if self._executor is not None:
             self._executor.own.add(run_id)
             if local:  # already leased to us: start it without a trip through the queue
-                record = _new_record(created, agent, task, model, owner=self.owner)
+                record = _new_record(created, run)
                 self._executor.launch(record, messages)
             else:
                 self._executor.wake()
@@ -267,12 +281,14 @@ class Harness:
         stream: bool = False,
         on_event: Callable[[RunEvent], None] | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 (the seed's API names it so)
+        task_type: str | None = None,
     ) -> RunResult:
         """Submit `agent` on `task`, wait for the end, and return the result.
 
         Args:
             agent: The agent.
             task: The task.
+            task_type: A label for this kind of task; see `submit`.
             stream: Use streaming model responses (`model_delta` events, seq 0).
             on_event: Called with every event of the run once it is committed (streamed
                 `model_delta` text at once).
@@ -287,7 +303,7 @@ class Harness:
         if watcher and self._executor is not None:
             self._executor.watched[agent.name] += 1  # kept while this call runs
         try:
-            run_id = await self.submit(agent, task)
+            run_id = await self.submit(agent, task, task_type=task_type)
             if watcher:
                 watcher.run_id = run_id
                 await watcher.replay(self.store)
@@ -337,12 +353,13 @@ class Harness:
         agent: str | None = None,
         since: float | None = None,
         until: float | None = None,
+        task_type: str | None = None,
         limit: int = 100,
     ) -> list[RunRecord]:
         """Runs matching every filter given, newest first."""
         states = RunState(state.upper()) if state else None
         return await self.store.list_runs(
-            state=states, agent=agent, since=since, until=until, limit=limit
+            state=states, agent=agent, since=since, until=until, task_type=task_type, limit=limit
         )
 
     async def messages(self, run_id: str) -> list[Message]:
@@ -489,7 +506,11 @@ class Harness:
             )
         history = await self.store.messages(record.run_id)
         return await self.submit(
-            agent, record.task or "", parent_run_id=record.run_id, history=history
+            agent,
+            record.task or "",
+            parent_run_id=record.run_id,
+            history=history,
+            task_type=record.task_type,
         )
 
     async def _record(self, run_id: str) -> RunRecord:
@@ -599,19 +620,17 @@ def already_decided(decision: Decision) -> AlreadyDecided:
     )
 
 
-def _new_record(
-    created: list[RunEvent], agent: AgentSpec, task: str, model: str, *, owner: str
-) -> RunRecord:
+def _new_record(created: list[RunEvent], run: NewRun) -> RunRecord:
     """The record of a run just created RUNNING and leased to us, without reading it back."""
     now = created[-1].ts
     return RunRecord(
-        run_id=created[-1].run_id,
-        agent=agent.name,
+        run_id=run.run_id,
+        agent=run.agent,
         state="RUNNING",
-        task=task,
-        parent_run_id=None,
-        model=model,
-        priority=0,
+        task=run.task,
+        parent_run_id=run.parent_run_id,
+        model=run.model,
+        priority=run.priority,
         created_at=now,
         updated_at=now,
         started_at=now,
@@ -620,10 +639,11 @@ def _new_record(
         result=None,
         termination=None,
         error=None,
-        owner=owner,
+        owner=run.owner,
         lease_expires_at=None,
-        metadata={},
+        metadata=run.metadata,
         last_seq=created[-1].seq,
+        task_type=run.task_type,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from harness.core.events import RunEvent
@@ -15,9 +16,10 @@ from harness.store._rows import (
     unwrap,
 )
 from harness.store._sql import Db, marks
-from harness.store.protocol import TERMINAL_STATES, RunRecord
+from harness.store.protocol import TERMINAL_STATES, MessageTokens, RunRecord
 
 __all__ = [
+    "RunFilter",
     "audit",
     "events",
     "events_of_runs",
@@ -25,11 +27,13 @@ __all__ = [
     "get_blob",
     "get_run",
     "list_runs",
+    "message_tokens",
     "messages",
     "schema_version",
 ]
 
 _IDS_PER_QUERY: Final = 500
+"""Run ids per statement: well under SQLite's and PostgreSQL's parameter limits."""
 
 
 def get_run(db: Db, run_id: str) -> RunRecord | None:
@@ -38,34 +42,44 @@ def get_run(db: Db, run_id: str) -> RunRecord | None:
     return run_from_row(rows[0]) if rows else None
 
 
-def list_runs(
-    db: Db,
-    *,
-    states: Collection[str] | None,
-    agent: str | None,
-    owner: str | None,
-    since: float | None,
-    until: float | None,
-    limit: int | None,
-) -> list[RunRecord]:
-    """Runs matching every filter given, newest first."""
-    where: list[str] = []
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunFilter:
+    """What `list_runs` selects: runs that match every field given (`None` matches all)."""
+
+    states: Collection[str] | None = None
+    """In one of these states."""
+    agent: str | None = None
+    """Of this agent."""
+    owner: str | None = None
+    """Leased to this owner."""
+    since: float | None = None
+    """Created at or after this time."""
+    until: float | None = None
+    """Created before this time."""
+    task_type: str | None = None
+    """Of this task type."""
+
+
+def list_runs(db: Db, where: RunFilter, *, limit: int | None) -> list[RunRecord]:
+    """Runs matching every filter given, newest first; all of them when `limit` is `None`."""
+    clauses: list[str] = []
     params: list[object] = []
-    if states is not None:
-        where.append(f"state IN ({marks(len(states))})" if states else "1 = 0")
-        params.extend(states)
+    if where.states is not None:
+        clauses.append(f"state IN ({marks(len(where.states))})" if where.states else "1 = 0")
+        params.extend(where.states)
     for clause, value in (
-        ("agent = ?", agent),
-        ("owner = ?", owner),
-        ("created_at >= ?", since),
-        ("created_at < ?", until),
+        ("agent = ?", where.agent),
+        ("owner = ?", where.owner),
+        ("created_at >= ?", where.since),
+        ("created_at < ?", where.until),
+        ("task_type = ?", where.task_type),
     ):
         if value is not None:
-            where.append(clause)
+            clauses.append(clause)
             params.append(value)
     sql = f"SELECT {RUN_COLUMNS} FROM runs"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
     sql += " ORDER BY created_at DESC, run_id DESC"
     if limit is not None:
         sql += " LIMIT ?"
@@ -93,6 +107,12 @@ def events(db: Db, run_id: str, *, after_seq: int, limit: int | None) -> list[Ru
     return [event_from_body(row[0]) for row in db.query(sql, params)]
 
 
+def messages(db: Db, run_id: str) -> list[Message]:
+    """The run's messages, in order."""
+    rows = db.query("SELECT body FROM messages WHERE run_id = ? ORDER BY seq", (run_id,))
+    return [message_from_body(row[0]) for row in rows]
+
+
 def events_of_runs(db: Db, run_ids: Sequence[str], types: Sequence[str] | None) -> list[RunEvent]:
     """The events of `run_ids` (of `types` only, when given), by run id then seq.
 
@@ -103,19 +123,49 @@ def events_of_runs(db: Db, run_ids: Sequence[str], types: Sequence[str] | None) 
         return []
     kinds = "" if types is None else f" AND type IN ({marks(len(types))})"
     found: list[RunEvent] = []
-    for start in range(0, len(run_ids), _IDS_PER_QUERY):
-        chunk = run_ids[start : start + _IDS_PER_QUERY]
-        sql = f"SELECT body FROM events WHERE run_id IN ({marks(len(chunk))}){kinds}"
-        rows = db.query(f"{sql} ORDER BY run_id, seq", (*chunk, *(types or ())))
+    for ids in _chunks(run_ids):
+        rows = db.query(
+            f"SELECT body FROM events WHERE run_id IN ({marks(len(ids))}){kinds} "
+            "ORDER BY run_id, seq",
+            (*ids, *(types or ())),
+        )
         found.extend(event_from_body(row[0]) for row in rows)
-    found.sort(key=lambda event: (event.run_id, event.seq))
     return found
 
 
-def messages(db: Db, run_id: str) -> list[Message]:
-    """The run's messages, in order."""
-    rows = db.query("SELECT body FROM messages WHERE run_id = ? ORDER BY seq", (run_id,))
-    return [message_from_body(row[0]) for row in rows]
+def message_tokens(
+    db: Db, run_ids: Sequence[str], roles: Sequence[str] | None
+) -> list[MessageTokens]:
+    """The sizes of the messages of `run_ids` (of `roles` only, when given), by run and `seq`."""
+    if roles is not None and not roles:
+        return []
+    found: list[MessageTokens] = []
+    for ids in _chunks(run_ids):
+        sql = (
+            "SELECT run_id, seq, role, tool_call_id, tokens, tokens_source FROM messages "
+            f"WHERE run_id IN ({marks(len(ids))})"
+        )
+        if roles is not None:
+            sql += f" AND role IN ({marks(len(roles))})"
+        rows = db.query(sql + " ORDER BY run_id, seq", (*ids, *(roles or ())))
+        found.extend(
+            MessageTokens(
+                run_id=row[0],
+                seq=int(row[1]),
+                role=str(row[2]),
+                tool_call_id=row[3],
+                tokens=None if row[4] is None else int(row[4]),
+                tokens_source=row[5],
+            )
+            for row in rows
+        )
+    return found
+
+
+def _chunks(run_ids: Sequence[str]) -> list[Sequence[str]]:
+    """`run_ids`, sorted and each once, in slices small enough for one statement."""
+    ids = sorted(set(run_ids))
+    return [ids[i : i + _IDS_PER_QUERY] for i in range(0, len(ids), _IDS_PER_QUERY)]
 
 
 def get_blob(db: Db, run_id: str, key: str) -> str | None:

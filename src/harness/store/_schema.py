@@ -154,6 +154,14 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         description="decisions: one approve or deny per tool call, compare and set",
         statements=(_DECISIONS,),
     ),
+    Migration(
+        version=5,
+        description="runs.task_type: a label for grouping runs (cost, metrics, traces)",
+        statements=(
+            "ALTER TABLE runs ADD COLUMN task_type TEXT",
+            "CREATE INDEX runs_by_task_type ON runs (task_type, created_at)",
+        ),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

@@ -21,6 +21,7 @@ from harness.store.protocol import (
     Control,
     ControlKind,
     Decision,
+    MessageTokens,
     NewEvent,
     NewRun,
     RunRecord,
@@ -144,15 +145,15 @@ class SqlStore:
         owner: str | None = None,
         since: float | None = None,
         until: float | None = None,
+        task_type: str | None = None,
         limit: int | None = 100,
     ) -> list[RunRecord]:
         """Runs matching every filter, newest first; see `EventStore.list_runs`."""
         states = _strings((state,) if isinstance(state, str) else state)
-        return await self._read(
-            lambda db: _reads.list_runs(
-                db, states=states, agent=agent, owner=owner, since=since, until=until, limit=limit
-            )
+        where = _reads.RunFilter(
+            states=states, agent=agent, owner=owner, since=since, until=until, task_type=task_type
         )
+        return await self._read(lambda db: _reads.list_runs(db, where, limit=limit))
 
     async def count_runs(self, state: str | Collection[str]) -> int:
         """How many runs are in `state` (or one of several); see `EventStore.count_runs`."""
@@ -177,6 +178,13 @@ class SqlStore:
     async def messages(self, run_id: str) -> list[Message]:
         """The run's messages, in order."""
         return await self._read(lambda db: _reads.messages(db, run_id))
+
+    async def message_tokens(
+        self, run_ids: Collection[str], *, roles: Collection[str] | None = None
+    ) -> list[MessageTokens]:
+        """Sizes of the messages of several runs; see `EventStore.message_tokens`."""
+        ids, wanted = tuple(run_ids), None if roles is None else tuple(roles)
+        return await self._read(lambda db: _reads.message_tokens(db, ids, wanted))
 
     async def put_blob(self, run_id: str, key: str, text: str) -> None:
         """Keep `text` under `key`, replacing any text kept there before."""

@@ -74,6 +74,7 @@ def create_run(
         "parent_run_id": run.parent_run_id,
         "model": run.model,
         "priority": run.priority,
+        "task_type": run.task_type,
         "created_at": now,
         "updated_at": now,
         "started_at": started,

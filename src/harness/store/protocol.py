@@ -26,6 +26,7 @@ __all__ = [
     "ControlKind",
     "Decision",
     "EventStore",
+    "MessageTokens",
     "NewEvent",
     "NewRun",
     "RunRecord",
@@ -81,6 +82,8 @@ class NewRun:
     """Claim the run for this owner as it is created."""
     lease_s: float | None = None
     """Lease length in seconds when `owner` is set."""
+    task_type: str | None = None
+    """A label that groups runs of one kind of task (`refund`), for cost and metrics."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -129,6 +132,8 @@ class RunRecord:
     """The parts of its result beyond the output text, as `result_to_dict` writes them:
     `data`, `output_valid`, `output_errors` (structured output) and `detail`; `None`
     before it ends, and for runs stored before this column existed."""
+    task_type: str | None = None
+    """The label that groups runs of one kind of task, if it was given."""
     previous_owner: str | None = None
     """Set by `claim` only: who held the lease just before this claim (`None` when nobody
     did). A run taken over from a dead process names that process here."""
@@ -194,6 +199,24 @@ class StepWrite:
     key: str | None = None
     """Idempotency key, e.g. `step-3-attempt-1`: a step whose key the run already has
     writes nothing again and returns the events it wrote the first time."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MessageTokens:
+    """The size of one stored message, without its text."""
+
+    run_id: str
+    """The run."""
+    seq: int
+    """Its position in the run's history, from 1."""
+    role: str
+    """`system`, `user`, `assistant` or `tool`."""
+    tool_call_id: str | None
+    """The call a tool message answers."""
+    tokens: int | None
+    """Its token count, as the run counted it (`None` when unknown)."""
+    tokens_source: str | None
+    """`reported` (the provider's count) or `estimated`."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -286,11 +309,12 @@ class EventStore(Protocol):
         owner: str | None = None,
         since: float | None = None,
         until: float | None = None,
+        task_type: str | None = None,
         limit: int | None = 100,
     ) -> list[RunRecord]:
         """Runs created in `[since, until)` that match every filter given, newest first.
 
-        `limit=None` lists every match (reports over a time window).
+        `limit=None` returns every match.
         """
         ...
 
@@ -316,6 +340,15 @@ class EventStore(Protocol):
 
     async def messages(self, run_id: str) -> list[Message]:
         """The run's whole message history, in order, exactly as appended."""
+        ...
+
+    async def message_tokens(
+        self, run_ids: Collection[str], *, roles: Collection[str] | None = None
+    ) -> list[MessageTokens]:
+        """The sizes of the messages of several runs (of `roles`, all when `None`).
+
+        Ordered by run and `seq`; the texts are not read.
+        """
         ...
 
     async def put_blob(self, run_id: str, key: str, text: str) -> None:

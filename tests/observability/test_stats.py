@@ -311,8 +311,8 @@ def test_an_empty_window_says_so(home: Path, tmp_path: Path) -> None:
     assert (empty.returncode, empty.stdout.strip()) == (0, "no runs in the last 7d")
     nobody = cli(home, "--agent", "nobody", "--since", "30m")
     assert nobody.stdout.strip() == "no runs in the last 30m · agent nobody"
-    typed = cli(home, "--task-type", "refund", "--since", "2026-01-01")
-    assert typed.stdout.strip() == "no runs since 2026-01-01 · task type refund"
+    typed = cli(home, "--task-type", "billing", "--since", "2026-01-01")
+    assert typed.stdout.strip() == "no runs since 2026-01-01 · task type billing"
     as_json = json.loads(cli(tmp_path / "fresh", "--json").stdout)
     assert (as_json["runs"], as_json["tools"], as_json["tool_calls_per_step"]) == (0, [], None)
 

@@ -6,13 +6,14 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Any, Self, cast, get_origin
+from typing import Any, Literal, Self, cast, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.agent.strategies import strategy_names
 from harness.core.usage import Limits
 from harness.gateway.profiles import DEFAULT_PROFILE, ModelProfile
+from harness.observability.config import TraceSettings
 from harness.tools.approvals import ApprovalPolicy, ApprovalRule
 from harness.tools.mcp import MCPServerConfig
 from harness.tools.spec import Approval, SideEffects
@@ -231,10 +232,23 @@ class _StoreEntry(BaseModel):
         return self.url
 
 
+class _ObservabilityEntry(BaseModel):
+    """The `[observability]` table: whether runs are traced, and with message content."""
+
+    model_config = ConfigDict(extra="forbid")
+    traces: Literal["otlp", "console", "none"] | None = None
+    capture_content: bool | None = None
+
+    def settings(self) -> TraceSettings:
+        """As the runtime reads it."""
+        return TraceSettings(traces=self.traces, capture_content=self.capture_content)
+
+
 class FileConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     defaults: _Defaults = _Defaults()
     store: _StoreEntry = _StoreEntry()
+    observability: _ObservabilityEntry = _ObservabilityEntry()
     models: dict[str, _ProfileEntry] = {}
     mcp: dict[str, _MCPServerEntry] = {}
     approvals: _ApprovalsEntry = _ApprovalsEntry()

@@ -29,6 +29,15 @@ from harness.core.results import RunResult
 from harness.core.usage import Usage
 from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, StoreError
 from harness.memory import TokenCounter
+from harness.observability import (
+    LiveTraces,
+    SpanExport,
+    StoredRun,
+    TraceContext,
+    TraceSettings,
+    capture_content,
+    tracing_enabled,
+)
 from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
 from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
@@ -67,6 +76,8 @@ class Harness:
             owner died; `False` executes only the runs submitted here.
         control_poll_s: How often controls sent by other processes are looked for. On
             PostgreSQL they also arrive at once by LISTEN/NOTIFY; this is the fallback.
+        traces: Where the spans of runs go; by default, per `[observability]` and the
+            `OTEL_*` variables (`harness.observability.otel`), or nowhere.
     """
 
     def __init__(
@@ -85,6 +96,7 @@ class Harness:
         execute: bool = True,
         adopt: bool = True,
         control_poll_s: float = 0.2,
+        traces: SpanExport | None = None,
     ) -> None:
         self.settings = settings or load_settings()
         self.bus = EventBus()
@@ -100,6 +112,8 @@ class Harness:
         self._control_poll_s = control_poll_s
         self._executor: RunExecutor | None = None
         self._finished: dict[str, asyncio.Event] = {}
+        self._trace_export = traces
+        self._traces: LiveTraces | None = None
 
     @property
     def store(self) -> EventStore:
@@ -124,6 +138,14 @@ class Harness:
             target = self._store_target or env or self.settings.store
             self._store = await _open_store(target, self.settings.home)
         self.bus.subscribe(self._note_finished)
+        export = self._trace_export or _trace_export(self.settings.observability)
+        if export is not None:
+            capture = capture_content(self.settings.observability)
+            providers = {name: p.provider for name, p in self.settings.profiles.items()}
+            self._traces = LiveTraces(
+                export, self._stored_trace, capture_content=capture, providers=providers
+            )
+            self.bus.subscribe(self._traces)
         if self._execute:
             max_concurrent, _, model_limits, lease_s = self._limits
             self._executor = RunExecutor(
@@ -147,6 +169,9 @@ class Harness:
         if self._executor is not None:
             await self._executor.stop()
             self._executor = None
+        if self._traces is not None:
+            await self._traces.aclose()  # what is queued is exported before we return
+            self._traces = None
         await self._resources.aclose()
         if self._store is not None and self._owns_store:
             await self._store.close()
@@ -177,7 +202,7 @@ class Harness:
         counter = TokenCounter()
         messages = [counter.counted(m) for m in messages]
         portable = agent_metadata(agent)
-        metadata = {"agent": portable} if portable else {}
+        metadata: dict[str, Any] = {"agent": portable} if portable else {}
         # A run this process can start now never waits in the queue: it skips the bound,
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
@@ -191,6 +216,9 @@ class Harness:
         self.register(agent)
         run_id = new_id("run")
         self._finished[run_id] = asyncio.Event()
+        trace = self._traces.context_for_new_run() if self._traces else TraceContext.new()
+        if trace.parent_span_id is not None:
+            metadata["trace_caller"] = trace.parent_span_id
         run = NewRun(
             state="RUNNING" if local else "PENDING",
             owner=self.owner if local else None,
@@ -202,6 +230,7 @@ class Harness:
             model=model,
             priority=priority,
             metadata=metadata,
+            trace_parent=trace.traceparent,
         )
         submitted = NewEvent(
             type="run_submitted",
@@ -213,6 +242,8 @@ class Harness:
             if local and self._executor is not None:
                 self._executor.unreserve(model)
             raise
+        if self._traces is not None:
+            self._traces.begin(run_id, trace)
         self._publish(created)
         if self._executor is not None:
             self._executor.own.add(run_id)
@@ -476,6 +507,13 @@ class Harness:
                 result = dataclasses.replace(result, data=checked.value)
         return result
 
+    async def _stored_trace(self, run_id: str) -> StoredRun | None:
+        """A run's trace context and events, for the traces of a run met mid-way."""
+        record = await self.store.get_run(run_id)
+        if record is None:
+            return None
+        return StoredRun(context=_trace_context(record), events=await self.store.events(run_id))
+
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:
             self.bus.publish(event)
@@ -510,6 +548,35 @@ async def _open_store(target: str | None, home: Path) -> EventStore:
         if isinstance(exc, OSError):
             raise StoreError(f"cannot create HARNESS_HOME {home}: {exc.strerror or exc}") from exc
         raise
+
+
+def _trace_export(settings: TraceSettings) -> SpanExport | None:
+    """The OpenTelemetry export when tracing is on; its SDK is not even imported otherwise.
+
+    Raises:
+        ConfigError: Tracing is on but the `otel` extra is not installed.
+    """
+    if not tracing_enabled(settings):
+        return None
+    try:
+        from harness.observability.otel import OtelExport, exporter_from_env
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            "traces are configured ([observability] traces or OTEL_TRACES_EXPORTER) but the "
+            "OpenTelemetry SDK is not installed: pip install 'harness[otel]'"
+        ) from exc
+    kind = settings.traces if settings.traces != "none" else None
+    return OtelExport(exporter_from_env(kind))
+
+
+def _trace_context(record: RunRecord) -> TraceContext:
+    """The stored trace context of a run; one derived from its id for older runs."""
+    if record.trace_parent is None:
+        return TraceContext.derived(record.run_id)
+    caller = record.metadata.get("trace_caller")
+    return TraceContext.parse(
+        record.trace_parent, parent_span_id=caller if isinstance(caller, str) else None
+    )
 
 
 def _make_home(home: Path) -> None:

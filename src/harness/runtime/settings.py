@@ -20,6 +20,7 @@ from harness.gateway.profiles import (
     check_profiles,
     resolve_profile,
 )
+from harness.observability.config import TraceSettings
 from harness.tools.approvals import ApprovalPolicy
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ class Settings:
     store: str | None = None
     """The store to open: `HARNESS_STORE`, else `[store] url` or `path`; `None` is
     `HARNESS_HOME/harness.db`."""
+    observability: TraceSettings = field(default_factory=TraceSettings)
+    """The `[observability]` table: traces and whether they carry message content."""
 
 
 def harness_home() -> Path:
@@ -103,6 +106,7 @@ def load_settings(home: Path | None = None) -> Settings:
             default_strategy=config.defaults.strategy,
             default_limits=config.defaults.limits.limits(),
             store=config.store.target(home),
+            observability=config.observability.settings(),
         )
     env_model, env_store = os.environ.get("HARNESS_MODEL"), os.environ.get("HARNESS_STORE")
     return dataclasses.replace(

@@ -42,7 +42,7 @@ __all__ = [
 RUN_COLUMNS: Final = (
     "run_id, agent, state, task, parent_run_id, model, priority, created_at, updated_at, "
     "started_at, finished_at, usage, result, termination, error, owner, lease_expires_at, "
-    "metadata, last_seq, result_data"
+    "metadata, last_seq, result_data, trace_parent"
 )
 CONTROL_COLUMNS: Final = "id, run_id, kind, created_at, body"
 
@@ -132,6 +132,7 @@ def run_from_row(row: Row) -> RunRecord:
         metadata=unwrap(row[17]),
         last_seq=int(row[18]),
         result_data=None if row[19] is None else unwrap(row[19]),
+        trace_parent=row[20],
     )
 
 

@@ -154,6 +154,11 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         description="decisions: one approve or deny per tool call, compare and set",
         statements=(_DECISIONS,),
     ),
+    Migration(
+        version=5,
+        description="runs.trace_parent: the W3C traceparent of the run's span",
+        statements=("ALTER TABLE runs ADD COLUMN trace_parent TEXT",),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

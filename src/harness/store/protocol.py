@@ -81,6 +81,9 @@ class NewRun:
     """Claim the run for this owner as it is created."""
     lease_s: float | None = None
     """Lease length in seconds when `owner` is set."""
+    trace_parent: str | None = None
+    """The W3C `traceparent` of the run's span: every process that executes the run puts
+    its spans in that trace."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -132,6 +135,9 @@ class RunRecord:
     previous_owner: str | None = None
     """Set by `claim` only: who held the lease just before this claim (`None` when nobody
     did). A run taken over from a dead process names that process here."""
+    trace_parent: str | None = None
+    """The W3C `traceparent` of the run's span, given at creation; `None` for runs stored
+    before traces existed."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

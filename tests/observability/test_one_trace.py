@@ -97,7 +97,10 @@ async def test_a_run_taken_over_after_a_sigkill_is_one_trace(
         monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
         export, exporter = _export()
         async with Harness(
-            Settings(home=tmp_path), store=store_target, agents=(deployer(),), lease_s=1.0,
+            Settings(home=tmp_path),
+            store=store_target,
+            agents=(deployer(),),
+            lease_s=1.0,
             traces=export,
         ) as second:
             await _until(second, run_id, "WAITING_TOOL")

@@ -28,7 +28,9 @@ def add(a: int, b: int) -> int:
 async def _run(home: Path) -> tuple[str, TraceContext]:
     from harness import tool
 
-    agent = Agent(name="adder", model=FunctionModel(_answer), tools=[tool(side_effects="none")(add)])  # type: ignore[arg-type]
+    agent = Agent(
+        name="adder", model=FunctionModel(_answer), tools=[tool(side_effects="none")(add)]
+    )  # type: ignore[arg-type]
     async with Harness(load_settings(home)) as h:
         result = await h.run(agent, "add 1 and 2", timeout=30)
         record = await h.get(result.run_id)
@@ -38,8 +40,14 @@ async def _run(home: Path) -> tuple[str, TraceContext]:
 
 def _check(spans: list[Received], run_id: str, context: TraceContext) -> None:
     names = sorted(s.name for s in spans)
-    assert names == ["chat function", "chat function", "execute_tool add", "invoke_agent adder",
-                     "step 1", "step 2"]
+    assert names == [
+        "chat function",
+        "chat function",
+        "execute_tool add",
+        "invoke_agent adder",
+        "step 1",
+        "step 2",
+    ]
     assert {s.trace_id for s in spans} == {context.trace_id}
     (run,) = [s for s in spans if s.name == "invoke_agent adder"]
     assert run.span_id == context.span_id

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from rich.table import Table
 
 from harness.core.codec import dumps, event_to_dict
 from harness.core.events import RunEvent
+from harness.observability import SpanData, TracedSpan
 
-__all__ = ["JsonRenderer", "LiveRenderer", "print_error", "print_hint", "print_note"]
+__all__ = [
+    "JsonRenderer",
+    "LiveRenderer",
+    "print_error",
+    "print_hint",
+    "print_note",
+    "print_waterfall",
+]
 
 _STATUS_STYLE = {True: "green", False: "red"}
 
@@ -156,3 +165,80 @@ def print_hint(message: str) -> None:
 def print_note(message: str) -> None:
     """Print a highlighted note on standard output."""
     Console(highlight=False).print(f"[bold magenta]{escape(message)}[/]")
+
+
+_BAR_STYLE = {
+    "invoke_agent": "bold white",
+    "step": "blue",
+    "chat": "cyan",
+    "execute_tool": "green",
+    "approval": "yellow",
+    "compact_context": "magenta",
+    "pause": "dim",
+}
+
+
+def print_waterfall(spans: Sequence[TracedSpan], *, width: int = 40) -> None:
+    """Draw a run's spans as a waterfall: the tree, a bar on the run's time axis, details."""
+    console = Console(highlight=False)
+    if not spans:
+        console.print("no spans: the run has no events")
+        return
+    t0 = min(t.span.start for t in spans)
+    total = max(t.span.end for t in spans) - t0 or 1e-9
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    table.add_column("span", no_wrap=True)
+    table.add_column(f"0 → {_duration(total)}", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column("details")
+    for traced in spans:
+        span = traced.span
+        mark = (
+            "[red]✗[/]" if span.status == "error" else ("[dim]…[/]" if not span.finished else " ")
+        )
+        name = f"{'  ' * traced.depth}{mark} {escape(span.name)}"
+        style = _BAR_STYLE.get(span.name.split(" ")[0], "white")
+        style = "red" if span.status == "error" else style
+        bar = _bar(span.start - t0, span.end - span.start, total, width)
+        table.add_row(name, f"[{style}]{bar}[/]", _duration(span.end - span.start), _details(span))
+    console.print(f"[dim]trace {spans[0].trace_id}[/]")
+    console.print(table)
+
+
+def _bar(offset: float, length: float, total: float, width: int) -> str:
+    start = min(width - 1, int(offset / total * width))
+    cells = max(1, round(length / total * width))
+    cells = min(cells, width - start)
+    return " " * start + "█" * cells + " " * (width - start - cells)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.2f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def _details(span: SpanData) -> str:
+    """Key attributes of a span, as markup: tokens, tool status, compaction, errors, events."""
+    a = span.attributes
+    parts: list[str] = []
+    if "gen_ai.usage.input_tokens" in a:
+        out = a.get("gen_ai.usage.output_tokens", 0)
+        parts.append(f"{a['gen_ai.usage.input_tokens']} in / {out} out")
+    if "harness.tool.status" in a:
+        parts.append(escape(str(a["harness.tool.status"])))
+    if "harness.compaction.tokens_before" in a:
+        before, after = a["harness.compaction.tokens_before"], a["harness.compaction.tokens_after"]
+        parts.append(f"{before} → {after} tokens")
+    if "harness.approval.approved" in a:
+        verdict = "approved" if a["harness.approval.approved"] else "denied"
+        parts.append(escape(f"{verdict} by {a.get('harness.approval.by')}"))
+    if "harness.termination" in a:
+        parts.append(escape(str(a["harness.termination"])))
+    if span.status == "error" and a.get("error.type") not in (None, a.get("harness.tool.status")):
+        parts.append(f"[red]{escape(str(a['error.type']))}[/]")
+    kinds = [e.name for e in span.events]
+    parts += [f"{kind} ×{kinds.count(kind)}" for kind in dict.fromkeys(kinds)]
+    return " · ".join(parts)

@@ -12,6 +12,7 @@ from harness.observability.config import TraceSettings, capture_content, tracing
 from harness.observability.context import TraceContext, child_span_id
 from harness.observability.live import LiveTraces, SpanExport, StoredRun
 from harness.observability.spans import SpanData, SpanEvent, TraceBuilder, split_model
+from harness.observability.stored import TracedSpan, span_to_dict, trace_of
 
 __all__ = [
     "LiveTraces",
@@ -22,8 +23,11 @@ __all__ = [
     "TraceBuilder",
     "TraceContext",
     "TraceSettings",
+    "TracedSpan",
     "capture_content",
     "child_span_id",
+    "span_to_dict",
     "split_model",
+    "trace_of",
     "tracing_enabled",
 ]

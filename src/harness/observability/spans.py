@@ -33,6 +33,7 @@ AttributeValue = str | bool | int | float | tuple[str, ...]
 SpanStatus = Literal["unset", "ok", "error"]
 SpanKind = Literal["internal", "client"]
 
+_PROVIDERS: Final = frozenset({"openai", "anthropic"})
 _LOST: Final = "the process executing the run stopped before this ended"
 
 
@@ -293,7 +294,7 @@ class TraceBuilder:
             self._end(self._chat, event.ts)
         label = str(_get(event.payload, "model") or "model")
         source, model = split_model(label)
-        provider = self._providers.get(source) or source or "unknown"
+        provider = self._providers.get(source) or (source if source in _PROVIDERS else "unknown")
         self._chat = self._child(event, f"chat {model}", kind="client")
         attributes = self._open[self._chat].attributes
         attributes["gen_ai.operation.name"] = "chat"

@@ -49,7 +49,7 @@ from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRe
 from harness.tools import ApprovalHandler, AuditLog
 from harness.tools.preflight import check_workspace_tools
 
-__all__ = ["Harness", "already_decided"]
+__all__ = ["Harness", "already_decided", "stored_context"]
 
 
 class Harness:
@@ -512,7 +512,7 @@ class Harness:
         record = await self.store.get_run(run_id)
         if record is None:
             return None
-        return StoredRun(context=_trace_context(record), events=await self.store.events(run_id))
+        return StoredRun(context=stored_context(record), events=await self.store.events(run_id))
 
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:
@@ -569,8 +569,8 @@ def _trace_export(settings: TraceSettings) -> SpanExport | None:
     return OtelExport(exporter_from_env(kind))
 
 
-def _trace_context(record: RunRecord) -> TraceContext:
-    """The stored trace context of a run; one derived from its id for older runs."""
+def stored_context(record: RunRecord) -> TraceContext:
+    """The trace context stored with a run; one derived from its id for older runs."""
     if record.trace_parent is None:
         return TraceContext.derived(record.run_id)
     caller = record.metadata.get("trace_caller")

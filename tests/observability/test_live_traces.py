@@ -151,3 +151,27 @@ def _trace_parent(events: object, home: Path, run_id: str) -> str:
     with sqlite3.connect(home / "harness.db") as db:
         (row,) = db.execute("SELECT trace_parent FROM runs WHERE run_id = ?", (run_id,))
     return str(row[0])
+
+
+async def test_a_run_submitted_inside_a_span_joins_its_trace(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from harness import Agent, Harness
+    from harness.observability.otel import OtelExport
+    from harness.runtime import Settings
+    from harness.testing import ScriptedModel
+
+    exporter = InMemorySpanExporter()
+    caller = TracerProvider().get_tracer("the-app")
+    export = OtelExport(processor=SimpleSpanProcessor(exporter))
+    async with Harness(Settings(home=tmp_path), traces=export) as h:
+        with caller.start_as_current_span("handle request") as outer:
+            result = await h.run(Agent(name="inner", model=ScriptedModel(["ok"])), "hi")
+        record = await h.get(result.run_id)
+    (run,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent inner"]
+    assert run.context.trace_id == outer.get_span_context().trace_id
+    assert run.parent is not None
+    assert run.parent.span_id == outer.get_span_context().span_id
+    assert record.metadata["trace_caller"] == format(outer.get_span_context().span_id, "016x")

@@ -10,7 +10,7 @@ run id and the span's own id, so two processes never disagree on them.
 from __future__ import annotations
 
 import hashlib
-import os
+import random
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -80,6 +80,8 @@ def child_span_id(run_id: str, span_id: str) -> str:
 
 
 def _random_hex(size: int, zero: str) -> str:
-    while (value := os.urandom(size).hex()) == zero:
+    # random, not os.urandom (a system call each): ids need to be unique, not secret,
+    # as the SDK's own RandomIdGenerator has it.
+    while (value := format(random.getrandbits(size * 8), f"0{size * 2}x")) == zero:
         pass  # an all-zero id is invalid; one in 2**64 draws
     return value

@@ -42,6 +42,7 @@ __all__ = ["OtelExport", "exporter_from_env"]
 _NS: Final = 1_000_000_000
 _KINDS: Final = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
 _SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
+_UNSET: Final = Status(StatusCode.UNSET)
 _STATUS: Final = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.ERROR}
 
 
@@ -98,7 +99,7 @@ class OtelExport(SpanExport):
             processor = BatchSpanProcessor(exporter) if exporter is not None else None
         self._processor = processor
         named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "harness"}
-        self._resource = Resource.create(named)
+        self._resource = _HashedResource(Resource.create(named))
         self._scope = InstrumentationScope("harness", _version())
 
     def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
@@ -141,11 +142,31 @@ class OtelExport(SpanExport):
             attributes=span.attributes,
             events=[Event(e.name, e.attributes, timestamp=int(e.ts * _NS)) for e in span.events],
             kind=_KINDS[span.kind],
-            status=Status(_STATUS[span.status], span.status_message),
+            status=_UNSET
+            if span.status == "unset"
+            else Status(_STATUS[span.status], span.status_message),
             start_time=int(span.start * _NS),
             end_time=int(span.end * _NS),
             instrumentation_scope=self._scope,
         )
+
+
+class _HashedResource(Resource):
+    """A `Resource` that computes its hash once.
+
+    The OTLP encoder hashes the resource of every span, and the SDK's hash serialises
+    every attribute to JSON each time.
+    """
+
+    def __init__(self, resource: Resource) -> None:
+        super().__init__(dict(resource.attributes), resource.schema_url)
+        self._hash = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return super().__eq__(other)
 
 
 def _ids(context: TraceContext, run_id: str, span: SpanData) -> tuple[int, int | None]:

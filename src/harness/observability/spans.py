@@ -112,6 +112,19 @@ def split_model(label: str) -> tuple[str, str]:
     return "", label
 
 
+Getter = Callable[..., Any]
+"""Reads one field of an event payload: `get(key)` or `get(key, default)`."""
+
+
+def _reader(payload: Any) -> Getter:
+    """A getter for a payload that is not a dict (a mapping, or a typed event)."""
+
+    def get(key: str, default: Any = None) -> Any:
+        return _get(payload, key, default)
+
+    return get
+
+
 def _get(payload: Any, key: str, default: Any = None) -> Any:
     """One field of an event payload: a mapping today, a typed event later."""
     if isinstance(payload, Mapping):
@@ -129,15 +142,16 @@ _USAGE_KEYS: Final = (
 
 def _usage(span: _Open, usage: Any, *, zero: bool = True) -> None:
     """Token counts (and cost) of `usage` on `span`; none at all if all are 0 and not `zero`."""
-    if usage is None or (
-        not zero and not (_get(usage, "input_tokens") or _get(usage, "output_tokens"))
-    ):
+    if usage is None:
+        return
+    get: Getter = cast(dict[str, Any], usage).get if isinstance(usage, dict) else _reader(usage)
+    if not zero and not (get("input_tokens") or get("output_tokens")):
         return
     for key, attribute in _USAGE_KEYS:
-        value = _get(usage, key)
+        value = get(key)
         if value or key in ("input_tokens", "output_tokens"):
             span.attributes[attribute] = int(value or 0)
-    cost = _get(usage, "cost_usd")
+    cost = get("cost_usd")
     if cost:
         span.attributes["harness.usage.cost_usd"] = float(cost)
 
@@ -183,7 +197,8 @@ class TraceBuilder:
         """Take the run's next event; returns the spans it finished (children first)."""
         handler = _HANDLERS.get(event.type)
         if handler is not None:
-            handler(self, event)
+            payload = event.payload
+            handler(self, event, payload.get if isinstance(payload, dict) else _reader(payload))
         self._last_ts = event.ts
         if not self._done:
             return ()
@@ -199,24 +214,24 @@ class TraceBuilder:
 
     # ----- the run
 
-    def _submitted(self, event: RunEvent) -> None:
-        run = self._run(event, _get(event.payload, "agent") or "agent")
-        parent = _get(event.payload, "parent_run_id")
+    def _submitted(self, event: RunEvent, get: Getter) -> None:
+        run = self._run(event, get("agent") or "agent")
+        parent = get("parent_run_id")
         if parent:
             run.attributes["harness.parent_run_id"] = parent
-        self._task_type(run, event.payload)
-        if self.capture_content and _get(event.payload, "task"):
-            run.attributes["gen_ai.input.messages"] = _messages("user", event.payload["task"])
+        self._task_type(run, get)
+        if self.capture_content and get("task"):
+            run.attributes["gen_ai.input.messages"] = _messages("user", get("task"))
 
-    def _started(self, event: RunEvent) -> None:
-        run = self._run(event, _get(event.payload, "agent") or "agent")
-        model = _get(event.payload, "model")
+    def _started(self, event: RunEvent, get: Getter) -> None:
+        run = self._run(event, get("agent") or "agent")
+        model = get("model")
         if model:
             run.attributes["gen_ai.request.model"] = split_model(model)[1]
-        strategy = _get(event.payload, "strategy")
+        strategy = get("strategy")
         if strategy:
             run.attributes["harness.strategy"] = strategy
-        self._task_type(run, event.payload)
+        self._task_type(run, get)
 
     def _run(self, event: RunEvent, agent: str) -> _Open:
         run = self._open.get("run")
@@ -233,52 +248,49 @@ class TraceBuilder:
             )
         return run
 
-    def _task_type(self, run: _Open, payload: Any) -> None:
-        task_type = _get(payload, "task_type")
+    def _task_type(self, run: _Open, get: Getter) -> None:
+        task_type = get("task_type")
         if task_type:
             run.attributes["harness.task_type"] = task_type
 
-    def _ended(self, event: RunEvent) -> None:
-        p = event.payload
+    def _ended(self, event: RunEvent, get: Getter) -> None:
         failed = event.type == "run_failed"
-        error_type = (_get(p, "error_type") or "error") if failed else None
+        error_type = (get("error_type") or "error") if failed else None
         for span_id in reversed([s for s in self._open if s != "run"]):
-            self._end(span_id, event.ts, error=error_type, message=_get(p, "error"))
+            self._end(span_id, event.ts, error=error_type, message=get("error"))
         run = self._run(event, "agent")
-        termination = _get(p, "termination") or (
-            "cancelled" if event.type == "run_cancelled" else None
-        )
+        termination = get("termination") or ("cancelled" if event.type == "run_cancelled" else None)
         if termination:
             run.attributes["harness.termination"] = termination
-        _usage(run, _get(p, "usage"))
-        if self.capture_content and _get(p, "output"):
-            run.attributes["gen_ai.output.messages"] = _messages("assistant", _get(p, "output"))
-        self._end("run", event.ts, error=error_type, message=_get(p, "error"))
+        _usage(run, get("usage"))
+        if self.capture_content and get("output"):
+            run.attributes["gen_ai.output.messages"] = _messages("assistant", get("output"))
+        self._end("run", event.ts, error=error_type, message=get("error"))
         self.ended = True
 
-    def _paused(self, event: RunEvent) -> None:
+    def _paused(self, event: RunEvent, get: Getter) -> None:
         self._end_step(event.ts)
         self._pause = self._child(event, "pause", parent="run")
 
-    def _resumed(self, event: RunEvent) -> None:
+    def _resumed(self, event: RunEvent, get: Getter) -> None:
         if self._pause is not None:
             self._end(self._pause, event.ts)
             self._pause = None
 
-    def _recovered(self, event: RunEvent) -> None:
+    def _recovered(self, event: RunEvent, get: Getter) -> None:
         for span_id in reversed([s for s in self._open if s != "run"]):
             self._end(span_id, event.ts, error="harness.owner_lost", message=_LOST)
         attributes = {
-            "harness.previous_owner": str(_get(event.payload, "previous_owner") or ""),
-            "harness.owner": str(_get(event.payload, "owner") or ""),
+            "harness.previous_owner": str(get("previous_owner") or ""),
+            "harness.owner": str(get("owner") or ""),
         }
         self._mark(event, "run", attributes)
 
     # ----- steps, model calls, compactions
 
-    def _step_started(self, event: RunEvent) -> None:
+    def _step_started(self, event: RunEvent, get: Getter) -> None:
         self._end_step(event.ts)
-        step = int(_get(event.payload, "step") or 0)
+        step = int(get("step") or 0)
         self._step = self._child(event, f"step {step}", parent="run")
         self._open[self._step].attributes["harness.step"] = step
 
@@ -289,10 +301,10 @@ class TraceBuilder:
             self._end(span_id, ts)
         self._end(self._step, ts)
 
-    def _called(self, event: RunEvent) -> None:
+    def _called(self, event: RunEvent, get: Getter) -> None:
         if self._chat is not None:
             self._end(self._chat, event.ts)
-        label = str(_get(event.payload, "model") or "model")
+        label = str(get("model") or "model")
         source, model = split_model(label)
         provider = self._providers.get(source) or (source if source in _PROVIDERS else "unknown")
         self._chat = self._child(event, f"chat {model}", kind="client")
@@ -301,87 +313,83 @@ class TraceBuilder:
         attributes["gen_ai.provider.name"] = provider
         attributes["gen_ai.request.model"] = model
         attributes["gen_ai.conversation.id"] = self.run_id
-        if _get(event.payload, "stream"):
+        if get("stream"):
             attributes["gen_ai.request.stream"] = True
-        if _get(event.payload, "request_id"):
-            attributes["harness.request.id"] = event.payload["request_id"]
+        if get("request_id"):
+            attributes["harness.request.id"] = get("request_id")
 
-    def _responded(self, event: RunEvent) -> None:
+    def _responded(self, event: RunEvent, get: Getter) -> None:
         if self._chat is None:
             return
-        p, chat = event.payload, self._open[self._chat]
-        finish = str(_get(p, "finish_reason") or "")
+        chat = self._open[self._chat]
+        finish = str(get("finish_reason") or "")
         if finish:
             chat.attributes["gen_ai.response.finish_reasons"] = (finish,)
-        response_model = _get(p, "response_model")
+        response_model = get("response_model")
         if response_model:
             chat.attributes["gen_ai.response.model"] = response_model
-        _usage(chat, _get(p, "usage"))
-        if self.capture_content and _get(p, "content"):
+        _usage(chat, get("usage"))
+        if self.capture_content and get("content"):
             chat.attributes["gen_ai.output.messages"] = _messages(
-                "assistant", _get(p, "content"), finish_reason=finish
+                "assistant", get("content"), finish_reason=finish
             )
         self._end(self._chat, event.ts)
         self._chat = None
 
-    def _retry(self, event: RunEvent) -> None:
-        p = event.payload
+    def _retry(self, event: RunEvent, get: Getter) -> None:
         attributes: dict[str, AttributeValue] = {
-            "harness.attempt": int(_get(p, "attempt") or 0),
-            "harness.max_attempts": int(_get(p, "max_attempts") or 0),
-            "harness.delay_s": float(_get(p, "delay_s") or 0.0),
+            "harness.attempt": int(get("attempt") or 0),
+            "harness.max_attempts": int(get("max_attempts") or 0),
+            "harness.delay_s": float(get("delay_s") or 0.0),
         }
-        self._error_fields(attributes, p)
+        self._error_fields(attributes, get)
         self._mark(event, self._chat or self._step or "run", attributes)
 
-    def _fallback(self, event: RunEvent) -> None:
-        p = event.payload
+    def _fallback(self, event: RunEvent, get: Getter) -> None:
         attributes: dict[str, AttributeValue] = {
-            "harness.fallback.from": split_model(str(_get(p, "from_model") or ""))[1],
-            "harness.fallback.to": split_model(str(_get(p, "to_model") or ""))[1],
-            "harness.fallback.reason": str(_get(p, "reason") or ""),
+            "harness.fallback.from": split_model(str(get("from_model") or ""))[1],
+            "harness.fallback.to": split_model(str(get("to_model") or ""))[1],
+            "harness.fallback.reason": str(get("reason") or ""),
         }
-        self._error_fields(attributes, p)
+        self._error_fields(attributes, get)
         self._mark(event, self._chat or self._step or "run", attributes)
 
     @staticmethod
-    def _error_fields(attributes: dict[str, AttributeValue], payload: Any) -> None:
-        error, status = _get(payload, "error"), _get(payload, "status")
+    def _error_fields(attributes: dict[str, AttributeValue], get: Getter) -> None:
+        error, status = get("error"), get("status")
         if error:
             attributes["error.type"] = str(error)
         if status is not None:
             attributes["http.response.status_code"] = int(status)
 
-    def _compacted(self, event: RunEvent) -> None:
-        p = event.payload
-        tier = str(_get(p, "tier") or "trim")
+    def _compacted(self, event: RunEvent, get: Getter) -> None:
+        tier = str(get("tier") or "trim")
         span_id = self._child(event, f"compact_context {tier}", start=self._last_ts or event.ts)
         span = self._open[span_id]
         span.attributes.update(
             {
                 "harness.compaction.tier": tier,
-                "harness.compaction.tokens_before": int(_get(p, "tokens_before") or 0),
-                "harness.compaction.tokens_after": int(_get(p, "tokens_after") or 0),
-                "harness.compaction.messages_removed": int(_get(p, "messages_removed") or 0),
+                "harness.compaction.tokens_before": int(get("tokens_before") or 0),
+                "harness.compaction.tokens_after": int(get("tokens_after") or 0),
+                "harness.compaction.messages_removed": int(get("messages_removed") or 0),
             }
         )
-        if _get(p, "fallback"):
-            span.attributes["harness.compaction.fallback"] = str(_get(p, "fallback"))
-        _usage(span, _get(p, "usage"), zero=False)
+        if get("fallback"):
+            span.attributes["harness.compaction.fallback"] = str(get("fallback"))
+        _usage(span, get("usage"), zero=False)
         self._end(span_id, event.ts)
 
     # ----- tools and approvals
 
-    def _tool_started(self, event: RunEvent) -> None:
-        p = event.payload
-        span_id = self._tool_span(event)
-        if self.capture_content and _get(p, "arguments"):
-            self._open[span_id].attributes["gen_ai.tool.call.arguments"] = _get(p, "arguments")
+    def _tool_started(self, event: RunEvent, get: Getter) -> None:
+        span_id = self._tool_span(event, get)
+        if self.capture_content and get("arguments"):
+            self._open[span_id].attributes["gen_ai.tool.call.arguments"] = get("arguments")
 
-    def _tool_span(self, event: RunEvent) -> str:
+    def _tool_span(self, event: RunEvent, get: Getter) -> str:
         tool, call_id = (
-            str(_get(event.payload, "tool") or "tool"),
-            str(_get(event.payload, "call_id") or ""),
+            str(get("tool") or "tool"),
+            str(get("call_id") or ""),
         )
         span_id = self._child(event, f"execute_tool {tool}")
         self._open[span_id].attributes.update(
@@ -395,53 +403,50 @@ class TraceBuilder:
         self._calls[call_id] = span_id
         return span_id
 
-    def _tool_completed(self, event: RunEvent) -> None:
-        p = event.payload
-        span_id = self._calls.pop(str(_get(p, "call_id") or ""), None)
+    def _tool_completed(self, event: RunEvent, get: Getter) -> None:
+        span_id = self._calls.pop(str(get("call_id") or ""), None)
         if span_id is None or span_id not in self._open:
-            span_id = self._tool_span(event)
-            self._calls.pop(str(_get(p, "call_id") or ""), None)
+            span_id = self._tool_span(event, get)
+            self._calls.pop(str(get("call_id") or ""), None)
         span = self._open[span_id]
         # tool_started is written before approvals and before the calls of a step run;
         # the tool itself ran for duration_s up to its completion.
-        span.start = max(span.start, event.ts - float(_get(p, "duration_s") or 0.0))
-        status = str(_get(p, "status") or "")
+        span.start = max(span.start, event.ts - float(get("duration_s") or 0.0))
+        status = str(get("status") or "")
         span.attributes["harness.tool.status"] = status
-        if _get(p, "truncated"):
+        if get("truncated"):
             span.attributes["harness.tool.truncated"] = True
-        ok = bool(_get(p, "ok"))
-        if self.capture_content and ok and _get(p, "result"):
-            span.attributes["gen_ai.tool.call.result"] = _get(p, "result")
-        message = _get(p, "result") if self.capture_content else None
+        ok = bool(get("ok"))
+        if self.capture_content and ok and get("result"):
+            span.attributes["gen_ai.tool.call.result"] = get("result")
+        message = get("result") if self.capture_content else None
         self._end(span_id, event.ts, error=None if ok else status or "error", message=message)
 
-    def _approval_requested(self, event: RunEvent) -> None:
-        p = event.payload
-        call_id, tool = str(_get(p, "call_id") or ""), str(_get(p, "tool") or "tool")
+    def _approval_requested(self, event: RunEvent, get: Getter) -> None:
+        call_id, tool = str(get("call_id") or ""), str(get("tool") or "tool")
         parent = self._calls.get(call_id)
         span_id = self._child(event, f"approval {tool}", parent=parent)
         self._open[span_id].attributes.update(
             {"gen_ai.tool.name": tool, "gen_ai.tool.call.id": call_id}
         )
-        if _get(p, "reason"):
-            self._open[span_id].attributes["harness.approval.reason"] = str(_get(p, "reason"))
+        if get("reason"):
+            self._open[span_id].attributes["harness.approval.reason"] = str(get("reason"))
         self._approvals[call_id] = span_id
 
-    def _approval_decided(self, event: RunEvent) -> None:
-        p = event.payload
-        span_id = self._approvals.pop(str(_get(p, "call_id") or ""), None)
+    def _approval_decided(self, event: RunEvent, get: Getter) -> None:
+        span_id = self._approvals.pop(str(get("call_id") or ""), None)
         if span_id is None or span_id not in self._open:
             return
         attributes = self._open[span_id].attributes
-        attributes["harness.approval.approved"] = bool(_get(p, "approved"))
-        attributes["harness.approval.by"] = str(_get(p, "by") or "")
+        attributes["harness.approval.approved"] = bool(get("approved"))
+        attributes["harness.approval.by"] = str(get("by") or "")
         self._end(span_id, event.ts)
 
-    def _note(self, event: RunEvent) -> None:
+    def _note(self, event: RunEvent, get: Getter) -> None:
         """A moment worth seeing on the step: a completion check, a hint, a plan."""
         attributes: dict[str, AttributeValue] = {}
         for key in ("check", "passed", "revision"):
-            value = _get(event.payload, key)
+            value = get(key)
             if isinstance(value, str | bool | int):
                 attributes[f"harness.{key}"] = value
         self._mark(event, self._step or "run", attributes)
@@ -534,7 +539,7 @@ _METHODS: Final = {
     "plan_created": "_note",
     "plan_updated": "_note",
 }
-_HANDLERS: Final[dict[str, Callable[[TraceBuilder, RunEvent], None]]] = {
+_HANDLERS: Final[dict[str, Callable[[TraceBuilder, RunEvent, Getter], None]]] = {
     kind: getattr(TraceBuilder, method) for kind, method in _METHODS.items()
 }
 """Each event type that shapes the trace, and the method that reads it."""

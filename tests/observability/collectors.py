@@ -131,7 +131,7 @@ class OTLPGRPCReceiver:
         spans = self.spans
 
         class Service(trace_service_pb2_grpc.TraceServiceServicer):
-            def Export(self, request: ProtoMessage, context: object) -> ProtoMessage:  # noqa: N802
+            def Export(self, request: ProtoMessage, context: object) -> ProtoMessage:
                 assert isinstance(request, trace_service_pb2.ExportTraceServiceRequest)
                 spans.add(request)
                 return trace_service_pb2.ExportTraceServiceResponse()

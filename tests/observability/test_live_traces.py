@@ -4,6 +4,7 @@ the GenAI attributes, retries and fallbacks as events, errors, and content left 
 import json
 from pathlib import Path
 
+import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from harness.observability import TraceContext
@@ -111,7 +112,8 @@ async def test_tool_spans_and_the_compaction_span(tmp_path: Path) -> None:
     assert compacted.payload["tokens_before"] > compacted.payload["tokens_after"]
     assert compaction.end_time == int(compacted.ts * 1e9)
     for span in spans:
-        assert span.start_time is not None and span.end_time is not None
+        assert span.start_time is not None
+        assert span.end_time is not None
         assert span.start_time <= span.end_time
 
 
@@ -175,3 +177,25 @@ async def test_a_run_submitted_inside_a_span_joins_its_trace(tmp_path: Path) -> 
     assert run.parent is not None
     assert run.parent.span_id == outer.get_span_context().span_id
     assert record.metadata["trace_caller"] == format(outer.get_span_context().span_id, "016x")
+
+
+async def test_runs_left_out_by_the_sampler_export_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from harness import Agent, Harness
+    from harness.observability.otel import OtelExport
+    from harness.runtime import Settings
+    from harness.testing import ScriptedModel
+
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    exporter = InMemorySpanExporter()
+    export = OtelExport(processor=SimpleSpanProcessor(exporter))
+    async with Harness(Settings(home=tmp_path), traces=export) as h:
+        result = await h.run(Agent(name="unseen", model=ScriptedModel(["ok"])), "hi")
+        record = await h.get(result.run_id)
+    assert exporter.get_finished_spans() == ()
+    assert record.trace_parent is not None
+    assert record.trace_parent.endswith("-00")  # stored: a takeover keeps the decision

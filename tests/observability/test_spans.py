@@ -198,3 +198,28 @@ def test_traceparents() -> None:
             TraceContext.parse(bad)
     assert TraceContext.derived("run_1") == TraceContext.derived("run_1")
     assert child_span_id("run_1", "s3") != child_span_id("run_2", "s3")
+
+
+def test_samplers_from_the_standard_variables() -> None:
+    from harness.errors import ConfigError
+    from harness.observability import Sampler
+
+    assert Sampler.from_env({}) == Sampler(ratio=1.0, parent_based=True)
+    assert Sampler.from_env({"OTEL_TRACES_SAMPLER": "always_off"}) == Sampler(
+        ratio=0.0, parent_based=False
+    )
+    tenth = Sampler.from_env(
+        {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"}
+    )
+    assert tenth == Sampler(ratio=0.1, parent_based=True)
+    sampled = sum(tenth.new_context(None).sampled for _ in range(4000))
+    assert 300 < sampled < 500
+    caller = TraceContext.new()
+    assert all(tenth.new_context(caller).sampled for _ in range(50))  # the caller decides
+    unsampled = TraceContext.parse(f"00-{'a' * 32}-{'b' * 16}-00")
+    assert not Sampler().new_context(unsampled).sampled
+    assert not Sampler(ratio=0.0, parent_based=False).new_context(caller).sampled
+    with pytest.raises(ConfigError, match="OTEL_TRACES_SAMPLER='sometimes'"):
+        Sampler.from_env({"OTEL_TRACES_SAMPLER": "sometimes"})
+    with pytest.raises(ConfigError, match="give a ratio from 0 to 1"):
+        Sampler.from_env({"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"})

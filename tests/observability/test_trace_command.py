@@ -18,7 +18,10 @@ from .conftest import scripted_run
 TRACE = """
 import atexit, sys
 from harness.cli.app import main
-atexit.register(lambda: print("otel loaded:", any(m.startswith("opentelemetry") for m in sys.modules), file=sys.stderr))
+def report():
+    loaded = any(m.startswith("opentelemetry") for m in sys.modules)
+    print("otel loaded:", loaded, file=sys.stderr)
+atexit.register(report)
 sys.argv = ["harness", "trace", *sys.argv[1:]]
 main()
 """

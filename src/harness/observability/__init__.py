@@ -9,13 +9,14 @@ the trace context stored with each run, `live` follows the event bus. The SDK li
 from __future__ import annotations
 
 from harness.observability.config import TraceSettings, capture_content, tracing_enabled
-from harness.observability.context import TraceContext, child_span_id
+from harness.observability.context import Sampler, TraceContext, child_span_id
 from harness.observability.live import LiveTraces, SpanExport, StoredRun
 from harness.observability.spans import SpanData, SpanEvent, TraceBuilder, split_model
 from harness.observability.stored import TracedSpan, span_to_dict, trace_of
 
 __all__ = [
     "LiveTraces",
+    "Sampler",
     "SpanData",
     "SpanEvent",
     "SpanExport",

@@ -9,13 +9,17 @@ run id and the span's own id, so two processes never disagree on them.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["TraceContext", "child_span_id"]
+from harness.errors import ConfigError
+
+__all__ = ["Sampler", "TraceContext", "child_span_id"]
 
 _TRACEPARENT: Final = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 _ZERO_TRACE: Final = "0" * 32
@@ -72,6 +76,59 @@ class TraceContext:
         """The context of a run stored without one (before traces existed): from its id."""
         digest = hashlib.blake2b(run_id.encode(), digest_size=24).hexdigest()
         return cls(trace_id=digest[:32], span_id=digest[32:])
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Sampler:
+    """Which runs are traced, decided once per run when it is submitted (and stored).
+
+    Read from the standard `OTEL_TRACES_SAMPLER` (`always_on`, `always_off`,
+    `traceidratio`, and their `parentbased_` forms, the default being
+    `parentbased_always_on`) and `OTEL_TRACES_SAMPLER_ARG` (the ratio).
+    """
+
+    ratio: float = 1.0
+    """The share of new traces that are sampled: 1.0 all, 0.0 none."""
+    parent_based: bool = True
+    """A run submitted inside a caller's span follows the caller's decision."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Sampler:
+        """The sampler the `OTEL_TRACES_SAMPLER*` variables name.
+
+        Raises:
+            ConfigError: A sampler or ratio harness does not know.
+        """
+        name = environ.get("OTEL_TRACES_SAMPLER", "").strip().lower() or "parentbased_always_on"
+        base = name.removeprefix("parentbased_")
+        if base not in ("always_on", "always_off", "traceidratio"):
+            raise ConfigError(
+                f"OTEL_TRACES_SAMPLER={name!r} is not supported: use always_on, always_off, "
+                "traceidratio or their parentbased_ forms"
+            )
+        ratio = {"always_on": 1.0, "always_off": 0.0}.get(base)
+        if ratio is None:
+            ratio = _ratio(environ.get("OTEL_TRACES_SAMPLER_ARG", "1.0"))
+        return cls(ratio=ratio, parent_based=name != base)
+
+    def new_context(self, caller: TraceContext | None) -> TraceContext:
+        """The trace context of a new run, with its sampling decision."""
+        context = TraceContext.new(caller)
+        if caller is not None and self.parent_based:
+            return context
+        # As the SDK's TraceIdRatioBased: the trace id's lower 64 bits against the ratio.
+        sampled = int(context.trace_id[16:], 16) < round(self.ratio * 2**64)
+        return dataclasses.replace(context, sampled=sampled)
+
+
+def _ratio(text: str) -> float:
+    try:
+        ratio = float(text)
+    except ValueError:
+        ratio = -1.0
+    if not 0.0 <= ratio <= 1.0:
+        raise ConfigError(f"OTEL_TRACES_SAMPLER_ARG={text!r}: give a ratio from 0 to 1")
+    return ratio
 
 
 def child_span_id(run_id: str, span_id: str) -> str:

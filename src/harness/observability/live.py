@@ -17,12 +17,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.core.events import RunEvent
-from harness.observability.context import TraceContext
+from harness.observability.context import Sampler, TraceContext
 from harness.observability.spans import SpanData, TraceBuilder
 
 __all__ = ["LiveTraces", "SpanExport", "StoredRun"]
 
 _log = logging.getLogger(__name__)
+_ENDS = frozenset({"run_finished", "run_failed", "run_cancelled", "run_paused"})
 
 
 class SpanExport:
@@ -69,6 +70,7 @@ class LiveTraces:
         lookup: Reads a run's trace context and events from the store.
         capture_content: Put message content in span attributes.
         providers: The provider of each model profile, by name (see `TraceBuilder`).
+        sampler: Which new runs are traced; all of them by default.
         max_runs: Runs followed at once; past it the oldest is forgotten (a run executed
             elsewhere, that this process only submitted, never ends here).
     """
@@ -80,8 +82,10 @@ class LiveTraces:
         *,
         capture_content: bool = False,
         providers: Mapping[str, str] | None = None,
+        sampler: Sampler | None = None,
         max_runs: int = 10_000,
     ) -> None:
+        self._sampler = sampler or Sampler()
         self._providers = providers
         self.export = export
         self._lookup = lookup
@@ -92,7 +96,7 @@ class LiveTraces:
 
     def context_for_new_run(self) -> TraceContext:
         """The trace context of a run about to be submitted: in the caller's trace, if any."""
-        return TraceContext.new(self.export.caller())
+        return self._sampler.new_context(self.export.caller())
 
     def begin(self, run_id: str, context: TraceContext) -> None:
         """Follow a run submitted here, whose context is known."""
@@ -117,6 +121,10 @@ class LiveTraces:
         await asyncio.to_thread(self.export.shutdown)
 
     def _feed(self, run_id: str, run: _Run, event: RunEvent) -> None:
+        if run.context is not None and not run.context.sampled:
+            if event.type in _ENDS:
+                self._runs.pop(run_id, None)
+            return
         spans = run.builder.feed(event)
         if spans and run.context is not None and run.context.sampled:
             self.export.export(run.context, run_id, spans)

@@ -31,6 +31,7 @@ from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, 
 from harness.memory import TokenCounter
 from harness.observability import (
     LiveTraces,
+    Sampler,
     SpanExport,
     StoredRun,
     TraceContext,
@@ -143,7 +144,11 @@ class Harness:
             capture = capture_content(self.settings.observability)
             providers = {name: p.provider for name, p in self.settings.profiles.items()}
             self._traces = LiveTraces(
-                export, self._stored_trace, capture_content=capture, providers=providers
+                export,
+                self._stored_trace,
+                capture_content=capture,
+                providers=providers,
+                sampler=Sampler.from_env(os.environ),
             )
             self.bus.subscribe(self._traces)
         if self._execute:

@@ -43,10 +43,18 @@ __all__ = ["run_once", "setup", "teardown"]
 
 async def setup(workdir: str) -> None:
     global _sink
+    _sink, port = _start_sink()
+    os.environ["OTEL_TRACES_EXPORTER"] = "otlp"
+    os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{port}"
+    await harness_durable.setup(workdir)
+
+
+def _start_sink() -> tuple[subprocess.Popen[bytes], int]:
+    """The receiver process, once it accepts connections, and its port."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    _sink = subprocess.Popen([sys.executable, "-c", _SINK, str(port)])
+    sink = subprocess.Popen([sys.executable, "-c", _SINK, str(port)])
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -54,9 +62,7 @@ async def setup(workdir: str) -> None:
             break
         except OSError:
             time.sleep(0.05)
-    os.environ["OTEL_TRACES_EXPORTER"] = "otlp"
-    os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{port}"
-    await harness_durable.setup(workdir)
+    return sink, port
 
 
 async def teardown() -> None:

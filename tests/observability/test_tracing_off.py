@@ -75,3 +75,23 @@ def test_content_capture_is_opt_in() -> None:
     assert capture_content(TraceSettings(), {flag: "true"})
     assert not capture_content(TraceSettings(capture_content=False), {flag: "true"})
     assert capture_content(TraceSettings(capture_content=True), {})
+
+
+def test_the_observability_table_is_validated(tmp_path: Path) -> None:
+    import pytest
+
+    from harness.errors import ConfigError
+    from harness.runtime import load_settings
+
+    (tmp_path / "harness.toml").write_text(
+        '[observability]\ntraces = "otlp"\ncapture_content = true\n'
+    )
+    assert load_settings(tmp_path).observability == TraceSettings(
+        traces="otlp", capture_content=True
+    )
+    (tmp_path / "harness.toml").write_text('[observability]\ntraces = "jaeger"\n')
+    with pytest.raises(ConfigError, match=r"key 'observability.traces'"):
+        load_settings(tmp_path)
+    (tmp_path / "harness.toml").write_text("[observability]\nsample = 1\n")
+    with pytest.raises(ConfigError, match=r"observability.sample"):
+        load_settings(tmp_path)

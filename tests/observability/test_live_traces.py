@@ -62,6 +62,7 @@ async def test_chat_spans_carry_the_genai_attributes_and_retries_and_fallbacks_a
         "gen_ai.request.model": "gpt-main",
         "gen_ai.conversation.id": result.run_id,
         "gen_ai.response.finish_reasons": ("tool_calls",),
+        "gen_ai.response.model": "gpt-main",
         "gen_ai.usage.input_tokens": 300,
         "gen_ai.usage.output_tokens": 20,
     }
@@ -82,6 +83,7 @@ async def test_chat_spans_carry_the_genai_attributes_and_retries_and_fallbacks_a
     assert fallback["harness.fallback.to"] == "gpt-spare"
     assert fallback["http.response.status_code"] == 500
     assert dict(second.attributes or {})["gen_ai.usage.input_tokens"] == 40
+    assert dict(second.attributes or {})["gen_ai.response.model"] == "gpt-spare"  # it answered
     assert second.status.status_code is StatusCode.UNSET
 
 

@@ -336,6 +336,8 @@ class ActiveRun:
             tool_calls=[{"id": c.id, "name": c.name} for c in message.tool_calls],
             tool_calls_from_text=_from_text(response),
             duration_s=round(self._clock.monotonic() - started, 6),
+            # The model the provider says answered (a fallback's, a dated snapshot), when known.
+            **({"response_model": response.model} if response.model else {}),
         )
         return response
 

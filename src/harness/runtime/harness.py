@@ -134,22 +134,13 @@ class Harness:
 
     async def open(self) -> None:
         """Open the store and, unless `execute=False`, start executing runs."""
+        self._traces = self._live_traces()  # a tracing mistake fails before the store opens
         if self._store is None:
             env = os.environ.get("HARNESS_STORE")
             target = self._store_target or env or self.settings.store
             self._store = await _open_store(target, self.settings.home)
         self.bus.subscribe(self._note_finished)
-        export = self._trace_export or _trace_export(self.settings.observability)
-        if export is not None:
-            capture = capture_content(self.settings.observability)
-            providers = {name: p.provider for name, p in self.settings.profiles.items()}
-            self._traces = LiveTraces(
-                export,
-                self._stored_trace,
-                capture_content=capture,
-                providers=providers,
-                sampler=Sampler.from_env(os.environ),
-            )
+        if self._traces is not None:
             self.bus.subscribe(self._traces)
         if self._execute:
             max_concurrent, _, model_limits, lease_s = self._limits
@@ -168,6 +159,20 @@ class Harness:
                 control_poll_s=self._control_poll_s,
             )
             self._executor.start()
+
+    def _live_traces(self) -> LiveTraces | None:
+        """The bus subscriber that exports traces, when tracing is on (see `traces`)."""
+        observability = self.settings.observability
+        export = self._trace_export or _trace_export(observability)
+        if export is None:
+            return None
+        return LiveTraces(
+            export,
+            self._stored_trace,
+            capture_content=capture_content(observability),
+            providers={name: p.provider for name, p in self.settings.profiles.items()},
+            sampler=Sampler.from_env(os.environ),
+        )
 
     async def aclose(self) -> None:
         """Stop executing (leases are released), close models, MCP servers and the store."""

@@ -16,6 +16,7 @@ from harness import Agent, Harness, tool
 from harness.observability import TraceContext, child_span_id
 from harness.observability.otel import OtelExport
 from harness.runtime import Settings
+from harness.runtime.harness import stored_context
 from harness.testing import FunctionModel, call, reply
 
 from .collectors import OTLPHTTPReceiver
@@ -145,3 +146,29 @@ def _one_tree(spans: list[ReadableSpan], run: ReadableSpan) -> None:
         else:
             assert span.parent is not None
             assert span.parent.span_id in ids
+
+
+async def test_a_run_continued_from_a_failed_one_is_in_its_trace(tmp_path: Path) -> None:
+    failures = iter([True])
+
+    def flaky(request: object) -> object:
+        if next(failures, False):
+            raise RuntimeError("the model fell over")
+        return reply("recovered")
+
+    agent = Agent(name="again", model=FunctionModel(flaky))  # type: ignore[arg-type]
+    export, exporter = _export()
+    async with Harness(Settings(home=tmp_path), traces=export) as h:
+        failed = await h.run(agent, "try")
+        continued = await h.resume(failed.run_id)
+        assert (await h.wait(continued, timeout=30)).output == "recovered"
+        first = stored_context(await h.get(failed.run_id))
+        second = stored_context(await h.get(continued))
+    assert failed.termination == "error"
+    assert second.trace_id == first.trace_id
+    assert second.parent_span_id == first.span_id
+    runs = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent again"]
+    assert [s.status.status_code for s in runs] == [StatusCode.ERROR, StatusCode.UNSET]
+    assert runs[1].parent is not None
+    assert runs[1].parent.span_id == runs[0].context.span_id
+    assert dict(runs[1].attributes or {})["harness.parent_run_id"] == failed.run_id

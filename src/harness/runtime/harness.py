@@ -160,6 +160,13 @@ class Harness:
             )
             self._executor.start()
 
+    async def _new_trace(self, parent_run_id: str | None) -> TraceContext:
+        """A new run's trace context: under the run it continues, or the caller's span."""
+        parent = await self.store.get_run(parent_run_id) if parent_run_id else None
+        if parent is not None and parent.trace_parent is not None:
+            return TraceContext.new(stored_context(parent))
+        return self._traces.context_for_new_run() if self._traces else TraceContext.new()
+
     def _live_traces(self) -> LiveTraces | None:
         """The bus subscriber that exports traces, when tracing is on (see `traces`)."""
         observability = self.settings.observability
@@ -226,7 +233,7 @@ class Harness:
         self.register(agent)
         run_id = new_id("run")
         self._finished[run_id] = asyncio.Event()
-        trace = self._traces.context_for_new_run() if self._traces else TraceContext.new()
+        trace = await self._new_trace(parent_run_id)
         if trace.parent_span_id is not None:
             metadata["trace_caller"] = trace.parent_span_id
         run = NewRun(

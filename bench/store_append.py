@@ -26,16 +26,37 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from harness.core import Message, ToolCall
+from harness.core import Message, ToolCall, Usage
+from harness.core.events import ModelResponded, ToolCallRef, ToolCompleted, ToolStarted
 from harness.store import NewEvent, NewRun, StepWrite
 from harness.store._store import SqlStore
 from harness.store.sqlite import SQLiteStore
 
 CALL = ToolCall(id="call_1", name="add", arguments='{"a": 2, "b": 3}')
 EVENTS = (
-    NewEvent(type="model_responded", payload={"tokens": 42, "tool_calls": 1}),
-    NewEvent(type="tool_started", payload={"call_id": "call_1", "tool": "add"}),
-    NewEvent(type="tool_completed", payload={"call_id": "call_1", "summary": "5"}),
+    NewEvent(
+        payload=ModelResponded(
+            step=1,
+            finish_reason="tool_calls",
+            content="",
+            usage=Usage(input_tokens=40, output_tokens=2, requests=1),
+            tool_calls=(ToolCallRef(id="call_1", name="add"),),
+            duration_s=0.2,
+        )
+    ),
+    NewEvent(payload=ToolStarted(step=1, call_id="call_1", tool="add", arguments="{}")),
+    NewEvent(
+        payload=ToolCompleted(
+            step=1,
+            call_id="call_1",
+            tool="add",
+            status="ok",
+            ok=True,
+            result="5",
+            truncated=False,
+            duration_s=0.001,
+        )
+    ),
 )
 MESSAGES = (Message.assistant(None, [CALL]), Message.tool("call_1", "5", name="add"))
 

@@ -1,7 +1,7 @@
 """Final answers are checked before a run ends: structured output with repairs, then a verifier."""
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -10,6 +10,8 @@ from harness.agent import AgentLoop, AgentSpec
 from harness.agent.output import REPAIR_LEAD
 from harness.agent.verify import VerifyContext, VerifyResult
 from harness.core import Limits, Message, RunEvent, RunResult
+from harness.core.codec import payload_to_dict
+from harness.core.events import CompletionChecked, payloads
 from harness.gateway import Model, ModelRequest
 from harness.runtime.bus import EventBus, RunRecorder
 from harness.testing import FunctionModel, ScriptedModel, call, reply
@@ -47,10 +49,8 @@ async def run(
     return recorder.events, result
 
 
-def checks(events: list[RunEvent], kind: str) -> list[Mapping[str, Any]]:
-    return [
-        e.payload for e in events if e.type == "completion_checked" and e.payload["check"] == kind
-    ]
+def checks(events: list[RunEvent], kind: str) -> list[CompletionChecked]:
+    return [c for c in payloads(events, CompletionChecked) if c.check == kind]
 
 
 def repairs(messages: Sequence[Message]) -> list[Message]:
@@ -73,10 +73,10 @@ async def test_a_valid_answer_the_first_time_is_the_results_data() -> None:
     assert result.output_valid is True
     assert result.output_errors == ()
     assert repairs(result.messages) == []
-    assert [c["passed"] for c in checks(events, "output_type")] == [True]
+    assert [c.passed for c in checks(events, "output_type")] == [True]
     finished = events[-1]
     assert finished.type == "run_finished"
-    assert finished.payload["output_valid"] is True
+    assert finished.payload.output_valid is True
     # the model was told the type in its system prompt
     system = model.requests[0].messages[0].content or ""
     assert "'Report'" in system
@@ -108,11 +108,11 @@ async def test_structured_output_repairs_twice_then_gives_up_gracefully() -> Non
     # each repair request was the last thing the model saw
     assert model.requests[1].messages[-1] == asked[0]
     assert model.requests[2].messages[-1] == asked[1]
-    assert [c["repair"] for c in checks(events, "output_type")] == [True, True, False]
-    finals = [e.payload["final"] for e in events if e.type == "agent_message"]
+    assert [c.repair for c in checks(events, "output_type")] == [True, True, False]
+    finals = [e.payload.final for e in events if e.type == "agent_message"]
     assert finals == [False, False, True]
-    assert events[-1].payload["output_valid"] is False
-    assert events[-1].payload["output_errors"] == list(result.output_errors)
+    assert events[-1].payload.output_valid is False
+    assert events[-1].payload.output_errors == result.output_errors
 
 
 async def test_an_answer_with_no_json_at_all_is_repaired_too() -> None:
@@ -134,7 +134,7 @@ async def test_without_an_output_type_nothing_is_checked() -> None:
     events, result = await run(model, tools=())
     assert (result.data, result.output_valid) == (None, None)
     assert checks(events, "output_type") == []
-    assert "output_valid" not in events[-1].payload
+    assert "output_valid" not in payload_to_dict(events[-1].payload)
     assert model.requests[0].settings.response_format is None
     assert model.requests[0].messages[0].content == AgentSpec().instructions
 
@@ -154,7 +154,7 @@ async def test_a_stopped_runs_report_is_read_as_the_output_type() -> None:
     assert result.output_valid is True
     wrap_up = next(m for m in reversed(result.messages) if m.role == "user")
     assert "one JSON value of type 'Report'" in (wrap_up.content or "")
-    assert events[-1].payload["detail"] == "it used all 2 of its steps"
+    assert events[-1].payload.detail == "it used all 2 of its steps"
 
 
 async def test_a_stopped_runs_report_that_does_not_fit_is_not_repaired() -> None:
@@ -243,14 +243,14 @@ async def test_a_verifier_that_fails_twice_then_passes() -> None:
     assert result.output == "21 degrees and 80% humidity."
     assert seen == ["It is 21 degrees.", "21 degrees, humid.", "21 degrees and 80% humidity."]
     verdicts = checks(events, "verifier")
-    assert [v["passed"] for v in verdicts] == [False, False, True]
+    assert [v.passed for v in verdicts] == [False, False, True]
     # the failure went back to the model, and it went on working (a tool call)
     told = [m.content or "" for m in result.messages if m.role == "user"][1:]
     assert len(told) == 2
     assert "attempt 1: the answer must mention the humidity" in told[0]
     assert "did not pass the completion check" in told[0]
     assert model.requests[1].messages[-1].content == told[0]
-    assert [c["passed"] for c in checks(events, "output_type")] == []
+    assert [c.passed for c in checks(events, "output_type")] == []
 
 
 async def test_a_verifier_gets_the_run_and_the_conversation() -> None:
@@ -289,8 +289,8 @@ async def test_a_verifier_that_crashes_is_a_failed_check_not_a_crashed_run() -> 
     events, result = await run(ScriptedModel(["a", "b"]), tools=(), verifier=verifier)
     assert result.output == "b"
     first = checks(events, "verifier")[0]
-    assert first["passed"] is False
-    assert "KeyError" in first["error"]
+    assert first.passed is False
+    assert "KeyError" in (first.error or "")
     assert "could not be checked" in (result.messages[3].content or "")
 
 

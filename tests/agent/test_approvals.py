@@ -111,7 +111,7 @@ async def test_a_denial_reaches_the_model_with_its_reason_and_nothing_runs() -> 
     assert "denied by user:bob" in text
     assert "not on Friday" in text
     completed = next(e for e in events if e.type == "tool_completed")
-    assert completed.payload["status"] == "denied"
+    assert completed.payload.status == "denied"
     assert result.output == "finished"
     (record,) = audit.records
     assert (record.approved, record.status, record.reason) == (False, "denied", "not on Friday")
@@ -141,7 +141,7 @@ async def test_invalid_calls_fail_without_asking_anyone() -> None:
     )
     assert approver.requests == []
     completed = next(e for e in events if e.type == "tool_completed")
-    assert completed.payload["status"] == "invalid_arguments"
+    assert completed.payload.status == "invalid_arguments"
     assert audit.records[0].approved is False
     assert audit.records[0].decided_by == "validation"
 

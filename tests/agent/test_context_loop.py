@@ -12,6 +12,7 @@ import pytest
 
 from harness.agent import AgentLoop, AgentSpec
 from harness.core import Limits, Message, RunEvent, RunResult, ToolCall, Usage
+from harness.core.events import ContextCompacted, payloads
 from harness.errors import ConfigError
 from harness.gateway import Model, ModelProfile, ModelRequest, ModelResponse
 from harness.gateway.profiled import ProfiledModel
@@ -146,11 +147,11 @@ async def test_a_500_step_run_with_a_small_window_never_sends_too_much_or_a_brok
     assert sum(1 for m in history if m.role == "assistant") == 501
     assert valid_sequence(history)
 
-    compactions = [e.payload for e in events if e.type == "context_compacted"]
-    tiers = Counter(c["tier"] for c in compactions)
+    compactions = payloads(events, ContextCompacted)
+    tiers = Counter(c.tier for c in compactions)
     assert tiers["trim"] > 0
     assert tiers["summarize"] + tiers["stage_summary"] > 0
-    assert all(c["tokens_after"] <= window for c in compactions)
+    assert all(c.tokens_after <= window for c in compactions)
     # every summary request is counted in the run's usage
     assert result.usage.requests == len(sent)
 
@@ -193,11 +194,11 @@ async def test_the_agents_context_settings_apply_over_the_profiles() -> None:
     assert AgentSpec(model=model).context_policy(long_run_model()) is None
     events, result = await run(model, spec)
     assert result.ok
-    tiers = {e.payload["tier"] for e in events if e.type == "context_compacted"}
+    tiers = {e.payload.tier for e in events if e.type == "context_compacted"}
     assert "summarize" in tiers
-    summary = next(e for e in events if e.type == "context_compacted" and e.payload["summary"])
-    assert "summary" not in summary.payload["state"]  # the event carries it once
-    assert ContextState.from_payload(summary.payload).summary == summary.payload["summary"]
+    summary = next(c for c in payloads(events, ContextCompacted) if c.summary)
+    assert "summary" not in (summary.state or {})  # the event carries it once
+    assert ContextState.from_event(summary).summary == summary.summary
 
 
 async def test_a_context_policy_on_the_agent_works_for_any_model() -> None:
@@ -217,8 +218,8 @@ async def test_a_resumed_run_starts_from_the_last_compaction_state() -> None:
     policy = ContextPolicy(context_window=2500, trim_at=0.6, summarize_at=0.6, keep_last_turns=1)
     spec = AgentSpec(model=model, context=policy)
     events, first = await run(model, spec)
-    last = [e.payload for e in events if e.type == "context_compacted"][-1]
-    state = ContextState.from_payload(last)
+    last = payloads(events, ContextCompacted)[-1]
+    state = ContextState.from_event(last)
     assert state.summary
 
     again = ScriptedModel(["done again"])

@@ -1,13 +1,11 @@
 """What the loop hands its sink, and when: the ground the durable runtime stands on."""
 
-from collections.abc import Mapping
-from typing import Any
-
 import pytest
 
 from harness.agent import AgentLoop, AgentSpec
 from harness.agent.loop import UNKNOWN_OUTCOME
 from harness.core import Message, ToolCall
+from harness.core.events import EventPayload
 from harness.errors import RunInterrupted
 from harness.testing import ScriptedModel, call, reply
 from harness.tools import Toolset, tool
@@ -37,8 +35,8 @@ class Journal:
         self.checkpoints = 0
         self.interrupt_at = interrupt_at
 
-    def emit(self, type: str, payload: Mapping[str, Any]) -> None:
-        self.entries.append(f"event {type}")
+    def emit(self, payload: EventPayload) -> None:
+        self.entries.append(f"event {payload.type}")
 
     def message(self, message: Message) -> None:
         self.entries.append(f"message {message.role}")

@@ -8,6 +8,7 @@ import pytest
 from harness.agent import AgentLoop, AgentSpec
 from harness.agent.loop import EMPTY_REPLY_NUDGE
 from harness.core import Limits, Message, RunEvent, RunResult, ToolCall
+from harness.core.codec import payload_to_dict
 from harness.errors import ModelConnectionError, ToolError
 from harness.gateway import Model, ModelRequest
 from harness.runtime.bus import EventBus, RunRecorder
@@ -80,7 +81,7 @@ async def test_tool_call_then_final_answer() -> None:
         "run_finished",
     ]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
-    assert events[-1].payload["output"] == "5"
+    assert events[-1].payload.output == "5"
     assert result.usage.requests == 2
     assert result.usage.tool_calls == 1
 
@@ -92,7 +93,7 @@ async def test_parallel_calls_each_get_their_own_message_in_order() -> None:
     tool_messages = [m for m in result.messages if m.role == "tool"]
     assert [m.tool_call_id for m in tool_messages] == [f"c{i}" for i in range(5)]
     assert [m.content for m in tool_messages] == [str(i + 1) for i in range(5)]
-    completed = [e.payload["call_id"] for e in events if e.type == "tool_completed"]
+    completed = [e.payload.call_id for e in events if e.type == "tool_completed"]
     assert completed == [f"c{i}" for i in range(5)]
 
 
@@ -112,8 +113,8 @@ async def test_every_tool_failure_goes_back_to_the_model_and_the_run_goes_on(
     events, result = await run(model, tools=(add, fail_always))
     assert result.output == "recovered"
     completed = next(e for e in events if e.type == "tool_completed")
-    assert completed.payload["status"] == status
-    assert completed.payload["ok"] is False
+    assert completed.payload.status == status
+    assert completed.payload.ok is False
     seen_by_model = model.requests[1].messages[-1]
     assert seen_by_model.role == "tool"
     assert seen_by_model.tool_call_id == "x"
@@ -134,8 +135,8 @@ async def test_max_steps_ends_the_run_with_a_report_and_says_so() -> None:
     assert len(model.requests) == 4  # three steps, then the wrap-up turn without tools
     assert "max_steps" in model.requests[-1].messages[-1].content  # type: ignore[operator]
     assert events[-1].type == "run_finished"
-    assert events[-1].payload["termination"] == "max_steps"
-    assert events[-1].payload["detail"] == "it used all 3 of its steps"
+    assert events[-1].payload.termination == "max_steps"
+    assert events[-1].payload.detail == "it used all 3 of its steps"
 
 
 async def test_an_empty_reply_is_not_a_final_answer() -> None:
@@ -154,14 +155,14 @@ async def test_a_model_error_fails_the_run_with_a_clear_event() -> None:
     assert result.termination == "error"
     failed = events[-1]
     assert failed.type == "run_failed"
-    assert failed.payload["error_type"] == "ModelConnectionError"
-    assert "127.0.0.1:9" in failed.payload["error"]
+    assert failed.payload.error_type == "ModelConnectionError"
+    assert "127.0.0.1:9" in failed.payload.error
 
 
 async def test_streaming_reports_text_deltas_and_the_same_result() -> None:
     model = ScriptedModel([reply(None, call("add", {"a": 2, "b": 3})), reply("the sum is five")])
     events, result = await run(model, stream=True)
-    deltas = "".join(e.payload["text"] for e in events if e.type == "model_delta")
+    deltas = "".join(e.payload.text for e in events if e.type == "model_delta")
     assert deltas == "the sum is five"
     assert result.output == "the sum is five"
 
@@ -175,11 +176,11 @@ async def test_tool_results_in_events_are_summaries() -> None:
     model = ScriptedModel([reply(None, call("big", {})), reply("ok")])
     events, result = await run(model, tools=(big,))
     completed = next(e for e in events if e.type == "tool_completed")
-    assert len(completed.payload["result"]) <= 200
-    assert completed.payload["truncated"] is True
+    assert len(completed.payload.result) <= 200
+    assert completed.payload.truncated is True
     tool_message = next(m for m in result.messages if m.role == "tool")
     assert len(tool_message.content) < 4200
-    assert json.dumps(completed.payload)
+    assert json.dumps(payload_to_dict(completed.payload))
 
 
 async def test_cancel_propagates_out_of_the_loop() -> None:
@@ -214,7 +215,7 @@ async def test_arguments_beyond_the_bounds_are_refused_and_the_run_goes_on(
     )
     events, result = await run(model)
     assert (result.termination, result.output) == ("final_answer", "3")
-    statuses = [e.payload["status"] for e in events if e.type == "tool_completed"]
+    statuses = [e.payload.status for e in events if e.type == "tool_completed"]
     assert statuses == ["invalid_arguments", "ok"]
     told = model.requests[1].messages[-1].content or ""
     assert limit in told
@@ -228,7 +229,7 @@ async def test_empty_replies_are_repeated_failures_hint_first_then_stop() -> Non
     assert result.detail == "your last 3 replies were empty, even after a hint"
     assert len(model.requests) == 7  # 3 empty, the hint, 3 empty, then the wrap-up turn
     hints = [e for e in events if e.type == "hint_injected"]
-    assert [e.payload["step"] for e in hints] == [3]
+    assert [e.payload.step for e in hints] == [3]
     fourth = [m.content for m in model.requests[3].messages[-2:]]
     assert fourth[0] == EMPTY_REPLY_NUDGE
     assert (fourth[1] or "").startswith("Note from the harness: your last 3 replies were empty.")
@@ -258,5 +259,5 @@ async def test_a_catastrophic_search_pattern_does_not_stall_the_run(tmp_path: Pa
     events, result = await run(model, tools=file_tools(tmp_path), limits=Limits(tool_timeout=5))
     assert (result.termination, result.output) == ("final_answer", "nothing matches")
     completed = next(e for e in events if e.type == "tool_completed")
-    assert completed.payload["status"] == "ok"
+    assert completed.payload.status == "ok"
     assert (model.requests[1].messages[-1].content or "").startswith("No matches for '(a+)+$'")

@@ -1,5 +1,6 @@
 """Stop conditions: each limit stops the run exactly when it should, with one wrap-up turn."""
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -8,6 +9,7 @@ import pytest
 from harness.agent import AgentLoop, AgentSpec
 from harness.agent.stops import HINT_PREFIX, FailureTracker
 from harness.core import Limits, Message, RunEvent, RunResult, ToolCall, Usage
+from harness.core.events import ModelRetry, payloads
 from harness.errors import ModelConnectionError, ToolError
 from harness.gateway import ModelRequest, ModelResponse
 from harness.runtime.bus import EventBus, RunRecorder
@@ -115,7 +117,7 @@ async def test_max_steps_stops_after_exactly_that_many_steps(max_steps: int) -> 
     wrap_up = model.requests[-1].messages[-1]
     assert wrap_up.role == "user"
     assert f"it used all {max_steps} of its steps" in (wrap_up.content or "")
-    assert [e.payload.get("wrap_up") for e in of_type(events, "step_started")][-1] is True
+    assert [e.payload.wrap_up for e in of_type(events, "step_started")][-1] is True
     assert_valid_conversation(result.messages)
 
 
@@ -149,7 +151,7 @@ async def test_max_tool_calls_never_runs_one_call_more() -> None:
     assert len(skipped) == 1
     assert "not run" in (skipped[0].content or "")
     assert "at most 3 tool calls" in (skipped[0].content or "")
-    statuses = [e.payload["status"] for e in of_type(events, "tool_completed")]
+    statuses = [e.payload.status for e in of_type(events, "tool_completed")]
     assert statuses == ["ok", "ok", "ok", "not_run"]
     assert_valid_conversation(result.messages)
 
@@ -174,8 +176,8 @@ async def test_a_token_budget_reached_by_a_model_turn_stops_before_its_tools() -
     assert "it used 300 tokens, its budget is 250" in (
         model.requests[-1].messages[-1].content or ""
     )
-    assert of_type(events, "tool_completed")[-1].payload["status"] == "not_run"
-    assert events[-1].payload["detail"] == "it used 300 tokens, its budget is 250"
+    assert of_type(events, "tool_completed")[-1].payload.status == "not_run"
+    assert events[-1].payload.detail == "it used 300 tokens, its budget is 250"
     assert_valid_conversation(result.messages)
 
 
@@ -199,8 +201,8 @@ async def test_a_cost_budget_counts_the_cost_of_every_model_turn() -> None:
     assert len(model.requests) == 3  # 0.30, then 0.60 crosses 0.50: the wrap-up
     assert result.usage.cost_usd == pytest.approx(0.6)
     assert_one_wrap_up_last(model)
-    assert events[-1].payload["termination"] == "budget_cost"
-    assert "$0.6000, its budget is $0.5000" in events[-1].payload["detail"]
+    assert events[-1].payload.termination == "budget_cost"
+    assert "$0.6000, its budget is $0.5000" in events[-1].payload.detail
 
 
 async def test_wall_clock_time_is_a_budget_too() -> None:
@@ -267,7 +269,7 @@ async def test_a_failing_wrap_up_still_ends_the_run_with_its_reason() -> None:
 
 
 def hint_steps(events: list[RunEvent]) -> list[int]:
-    return [e.payload["step"] for e in of_type(events, "hint_injected")]
+    return [e.payload.step for e in of_type(events, "hint_injected")]
 
 
 async def test_identical_failures_get_a_hint_then_stop_the_run() -> None:
@@ -283,7 +285,7 @@ async def test_identical_failures_get_a_hint_then_stop_the_run() -> None:
     assert len(model.requests) == 7  # three failures, the hint, three more, the wrap-up
     assert_one_wrap_up_last(model)
     assert result.output == REPORT
-    assert "even after a hint" in events[-1].payload["detail"]
+    assert "even after a hint" in events[-1].payload.detail
 
 
 async def test_failures_that_alternate_are_counted_too() -> None:
@@ -339,7 +341,7 @@ async def test_denied_calls_are_failures_too() -> None:
     policy = ApprovalPolicy(tools={"add": "deny"})
     events, result = await run(model, limits=Limits(), approvals=policy)
     assert hint_steps(events) == [3]
-    assert "(denied)" in of_type(events, "hint_injected")[0].payload["hint"]
+    assert "(denied)" in of_type(events, "hint_injected")[0].payload.hint
     assert result.termination == "repeated_failure"
 
 
@@ -379,12 +381,24 @@ def test_the_tracker_counts_kinds_by_tool_and_status() -> None:
 # --- gateway notices --------------------------------------------------------------------------
 
 
+RETRY = ModelRetry(
+    request_id="req_1",
+    model="m",
+    attempt=1,
+    max_attempts=2,
+    status=503,
+    error="ModelServerError",
+    message="busy",
+    delay_s=0.0,
+    retry_after_s=None,
+)
+
+
 async def test_gateway_notices_become_run_events_with_the_step() -> None:
     def noisy(request: ModelRequest) -> Message:
         assert request.observer is not None
-        request.observer("model_retry", {"attempt": 1, "status": 503})
+        request.observer(RETRY)
         return reply("ok")
 
     events, _ = await run(FunctionModel(noisy), limits=Limits())
-    retries = of_type(events, "model_retry")
-    assert [dict(e.payload) for e in retries] == [{"attempt": 1, "status": 503, "step": 1}]
+    assert payloads(events, ModelRetry) == [dataclasses.replace(RETRY, step=1)]

@@ -11,6 +11,7 @@ from harness import Agent
 from harness.agent import AgentLoop, AgentSpec, RunControl, register_strategy, strategy_names
 from harness.agent.strategies import Answer, Outcome
 from harness.core import Limits, Message, RunEvent, RunResult
+from harness.core.codec import payload_to_dict
 from harness.errors import ConfigError, RunInterrupted, ToolError
 from harness.gateway import ModelRequest
 from harness.runtime.bus import EventBus, RunRecorder
@@ -63,7 +64,8 @@ async def run(
 
 
 def of_type(events: list[RunEvent], kind: str) -> list[dict[str, Any]]:
-    return [dict(e.payload) for e in events if e.type == kind]
+    """The payloads of events of type `kind`, as the JSON they are stored as."""
+    return [payload_to_dict(e.payload) for e in events if e.type == kind]
 
 
 def assert_valid_conversation(messages: Sequence[Message]) -> None:

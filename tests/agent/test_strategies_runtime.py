@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from harness import Agent, Harness, Limits, Message, ModelRequest, tool
+from harness.core.events import PlanCreated, payloads
 from harness.runtime import Settings
 from harness.testing import FunctionModel, call, reply
 
@@ -54,9 +55,9 @@ async def test_plan_events_are_stored_with_the_run(tmp_path: Path) -> None:
         result = await h.run(agent(PlanModel()), "what is (2+3)*2?")
         events = [e async for e in h.events(result.run_id)]
     assert result.output == "The answer is 10."
-    created = [e.payload for e in events if e.type == "plan_created"]
-    assert [p["steps"] for p in created] == [["add 2 and 3", "double the sum"]]
-    assert next(e for e in events if e.type == "run_started").payload["strategy"] == "plan_execute"
+    created = payloads(events, PlanCreated)
+    assert [p.steps for p in created] == [("add 2 and 3", "double the sum")]
+    assert next(e for e in events if e.type == "run_started").payload.strategy == "plan_execute"
 
 
 async def test_a_plan_goes_on_after_its_process_is_killed_mid_step(

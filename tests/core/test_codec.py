@@ -16,6 +16,7 @@ from harness.core.codec import (
     usage_from_dict,
     usage_to_dict,
 )
+from harness.core.events import RunFinished, ToolCompleted
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -38,7 +39,17 @@ def test_message_round_trip(message: Message) -> None:
 
 
 def test_event_round_trip() -> None:
-    event = RunEvent(run_id="run_1", seq=3, ts=1.5, type="tool_completed", payload={"ok": True})
+    done = ToolCompleted(
+        step=1,
+        call_id="c1",
+        tool="add",
+        status="ok",
+        ok=True,
+        result="5",
+        truncated=False,
+        duration_s=0.5,
+    )
+    event = RunEvent(run_id="run_1", seq=3, ts=1.5, payload=done)
     encoded = event_to_dict(event)
     assert encoded["v"] == SCHEMA_VERSION
     assert set(encoded) == {"v", "run_id", "seq", "ts", "type", "payload"}
@@ -57,7 +68,12 @@ def test_golden_v1_log_still_decodes() -> None:
     events = [event_from_dict(json.loads(line)) for line in lines]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert events[0].type == "run_started"
-    assert events[-1].payload["output"] == "5"
+    assert events[-1].payload == RunFinished(
+        output="5",
+        termination="final_answer",
+        complete=True,
+        usage=Usage(input_tokens=25, output_tokens=6, requests=2, tool_calls=1),
+    )
     messages = [
         message_from_dict(json.loads(line))
         for line in (FIXTURES / "messages_v1.jsonl").read_text().splitlines()

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
+from harness.core.events import ModelFallback
 from harness.core.messages import Message, ToolDefinition
 from harness.errors import ConfigError, ModelServerError, ProfileError
-from harness.gateway.model import ModelRequest, ModelSettings, ResponseDone
+from harness.gateway.model import GatewayNotice, ModelRequest, ModelSettings, ResponseDone
 from harness.gateway.pricing import Prices
 from harness.gateway.profiles import ModelProfile, build_model, resolve_model
 from harness.gateway.providers.anthropic import AnthropicModel
@@ -96,7 +96,7 @@ async def test_retries_follow_the_profile() -> None:
 
 
 async def test_a_failing_profile_falls_back_with_the_fallback_prices() -> None:
-    notices: list[tuple[str, Mapping[str, Any]]] = []
+    notices: list[GatewayNotice] = []
     failing = [faults.status(500)]
     answer = [FakeReply.text("from the fallback", input_tokens=1000, output_tokens=100)]
     with FakeOpenAIServer(failing) as first, FakeOpenAIServer(answer) as second:
@@ -107,14 +107,14 @@ async def test_a_failing_profile_falls_back_with_the_fallback_prices() -> None:
         model = resolve_model("first", profiles)
         request = ModelRequest(
             messages=(Message.user("hi"),),
-            observer=lambda notice, payload: notices.append((notice, payload)),
+            observer=notices.append,
         )
         events = [event async for event in model.stream(request)]
     done = events[-1]
     assert isinstance(done, ResponseDone)
     assert done.response.message.content == "from the fallback"
     assert done.response.usage.cost_usd == pytest.approx((1000 * 1.0 + 100 * 10.0) / 1e6)
-    assert [notice for notice, _ in notices] == ["model_fallback"]
+    assert [type(notice) for notice in notices] == [ModelFallback]
 
 
 async def test_fallbacks_are_checked_when_the_model_is_built() -> None:

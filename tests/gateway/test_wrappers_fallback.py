@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
+from harness.core.codec import payload_to_dict
 from harness.core.messages import Message, ToolCall, ToolDefinition
 from harness.errors import (
     ConfigError,
@@ -45,16 +46,21 @@ class Sleeps:
 
 
 class Notices:
-    """An observer that keeps every notice, checking that its payload is JSON."""
+    """An observer that keeps every notice as its event payload, checking that it is JSON.
+
+    The step is left out: the wrappers leave it 0, for the agent loop to fill in.
+    """
 
     def __init__(self) -> None:
-        self.seen: list[tuple[GatewayNotice, dict[str, Any]]] = []
+        self.seen: list[tuple[str, dict[str, Any]]] = []
 
-    def __call__(self, notice: GatewayNotice, payload: Mapping[str, Any]) -> None:
+    def __call__(self, notice: GatewayNotice) -> None:
+        payload = payload_to_dict(notice)
         json.dumps(payload)
-        self.seen.append((notice, dict(payload)))
+        assert payload.pop("step") == 0
+        self.seen.append((notice.type, payload))
 
-    def of(self, notice: GatewayNotice) -> list[dict[str, Any]]:
+    def of(self, notice: str) -> list[dict[str, Any]]:
         return [payload for kind, payload in self.seen if kind == notice]
 
 

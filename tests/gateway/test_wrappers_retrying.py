@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from harness.core.codec import payload_to_dict
 from harness.errors import (
     ConfigError,
     ModelAPIError,
@@ -57,14 +58,19 @@ class Sleeps:
 
 
 class Notices:
-    """An observer that keeps every notice, checking that its payload is JSON."""
+    """An observer that keeps every notice as its event payload, checking that it is JSON.
+
+    The step is left out: the wrappers leave it 0, for the agent loop to fill in.
+    """
 
     def __init__(self) -> None:
-        self.seen: list[tuple[GatewayNotice, dict[str, Any]]] = []
+        self.seen: list[tuple[str, dict[str, Any]]] = []
 
-    def __call__(self, notice: GatewayNotice, payload: Mapping[str, Any]) -> None:
+    def __call__(self, notice: GatewayNotice) -> None:
+        payload = payload_to_dict(notice)
         json.dumps(payload)
-        self.seen.append((notice, dict(payload)))
+        assert payload.pop("step") == 0
+        self.seen.append((notice.type, payload))
 
 
 @pytest.fixture

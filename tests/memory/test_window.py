@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from harness.core.codec import payload_from_dict, payload_to_dict
+from harness.core.events import ContextCompacted
 from harness.core.messages import Message, ToolDefinition
 from harness.core.usage import Usage
 from harness.errors import ConfigError
@@ -237,12 +239,14 @@ async def test_a_resumed_manager_continues_from_the_compaction_state() -> None:
     messages = filled(window, 0.85)
     first = await window.prepare(messages, TOOLS, summarizer=summarizer("SUMMARY"))
     assert first.compaction is not None
-    payload = json.loads(json.dumps(first.compaction.payload()))
-    assert payload["tokens_before"] == first.compaction.tokens_before
-    assert payload["tokens_after"] == first.compaction.tokens_after
-    assert payload["tier"] == "summarize"
+    stored = payload_to_dict(first.compaction.event(step=3))
+    event = payload_from_dict("context_compacted", json.loads(json.dumps(stored)))
+    assert isinstance(event, ContextCompacted)
+    assert event.tokens_before == first.compaction.tokens_before
+    assert event.tokens_after == first.compaction.tokens_after
+    assert event.tier == "summarize"
     messages += turn(60)
-    resumed = WindowManager(window.policy, state=ContextState.from_payload(payload))
+    resumed = WindowManager(window.policy, state=ContextState.from_event(event))
     a = await window.prepare(messages, TOOLS)
     b = await resumed.prepare(messages, TOOLS)
     assert a.messages == b.messages
@@ -294,7 +298,8 @@ def test_policy_for_a_profile() -> None:
     assert (policy.trim_at, policy.keep_last_turns) == (0.7, 6)
 
 
-def test_compaction_payload_is_json() -> None:
+def test_a_compaction_is_reported_as_a_json_event() -> None:
     compaction = Compaction(tier="trim", tokens_before=10, tokens_after=5, messages_removed=2)
-    assert json.loads(json.dumps(compaction.payload()))["messages_removed"] == 2
+    stored = json.loads(json.dumps(payload_to_dict(compaction.event(step=4))))
+    assert (stored["step"], stored["messages_removed"]) == (4, 2)
     assert TokenCounter().count([]) > 0

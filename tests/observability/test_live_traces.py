@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
+from harness.core.events import ContextCompacted, ModelCalled, payloads
 from harness.observability import TraceContext
 
 from .conftest import TASK, scripted_run, tree
@@ -66,8 +67,8 @@ async def test_chat_spans_carry_the_genai_attributes_and_retries_and_fallbacks_a
         "gen_ai.usage.input_tokens": 300,
         "gen_ai.usage.output_tokens": 20,
     }
-    called = [e for e in events if e.type == "model_called"]
-    assert request_id == called[0].payload["request_id"]
+    called = payloads(events, ModelCalled)
+    assert request_id == called[0].request_id
     (retry,) = first.events
     assert retry.name == "model_retry"
     assert dict(retry.attributes or {}) == {
@@ -104,15 +105,16 @@ async def test_tool_spans_and_the_compaction_span(tmp_path: Path) -> None:
     assert ok.status.status_code is StatusCode.UNSET
     assert dict(ok.attributes or {})["harness.tool.status"] == "ok"
     compaction = by_name["compact_context trim"]
-    (compacted,) = [e for e in events if e.type == "context_compacted"]
+    (event,) = [e for e in events if e.type == "context_compacted"]
+    (compacted,) = payloads(events, ContextCompacted)
     assert dict(compaction.attributes or {}) == {
         "harness.compaction.tier": "trim",
-        "harness.compaction.tokens_before": compacted.payload["tokens_before"],
-        "harness.compaction.tokens_after": compacted.payload["tokens_after"],
-        "harness.compaction.messages_removed": compacted.payload["messages_removed"],
+        "harness.compaction.tokens_before": compacted.tokens_before,
+        "harness.compaction.tokens_after": compacted.tokens_after,
+        "harness.compaction.messages_removed": compacted.messages_removed,
     }
-    assert compacted.payload["tokens_before"] > compacted.payload["tokens_after"]
-    assert compaction.end_time == int(compacted.ts * 1e9)
+    assert compacted.tokens_before > compacted.tokens_after
+    assert compaction.end_time == int(event.ts * 1e9)
     for span in spans:
         assert span.start_time is not None
         assert span.end_time is not None

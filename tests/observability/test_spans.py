@@ -1,11 +1,41 @@
 """The span builder alone, fed hand-written events: each shape a run can take."""
 
+import dataclasses
 from typing import Any
 
 import pytest
 
-from harness.core.events import RunEvent
+from harness.core.events import EVENT_CLASSES, RunEvent
+from harness.core.usage import Usage
 from harness.observability import SpanData, TraceBuilder, TraceContext, child_span_id, split_model
+
+DEFAULTS: dict[str, Any] = {
+    "parent_run_id": None,
+    "task": "t",
+    "tools": (),
+    "max_steps": 10,
+    "messages": 2,
+    "stream": False,
+    "request_id": None,
+    "content": "",
+    "usage": Usage(),
+    "tool_calls": (),
+    "duration_s": 0.0,
+    "arguments": "{}",
+    "result": "",
+    "truncated": False,
+    "reason": None,
+    "complete": True,
+    "output": None,
+    "termination": "final_answer",
+    "error": None,
+    "error_type": None,
+    "by": None,
+    "at": "step",
+    "state": "RUNNING",
+    "step": 1,
+}
+"""Values for the fields a test does not care about."""
 
 
 class Feed:
@@ -18,7 +48,9 @@ class Feed:
 
     def __call__(self, type: str, ts: float, **payload: Any) -> list[SpanData]:
         self.seq += 1
-        event = RunEvent(run_id="run_1", seq=self.seq, ts=ts, type=type, payload=payload)  # type: ignore[arg-type]
+        cls = EVENT_CLASSES[type]
+        fields = {f.name: DEFAULTS[f.name] for f in dataclasses.fields(cls) if f.name in DEFAULTS}
+        event = RunEvent(run_id="run_1", seq=self.seq, ts=ts, payload=cls(**{**fields, **payload}))
         done = list(self.builder.feed(event))
         self.spans += done
         return done
@@ -130,7 +162,7 @@ def test_a_takeover_ends_what_the_dead_owner_left_open() -> None:
     done = feed("run_recovered", 9.0, previous_owner="a", owner="b", state="RUNNING")
     assert [s.name for s in done] == ["chat m", "step 1"]
     assert {s.attributes["error.type"] for s in done} == {"harness.owner_lost"}
-    feed("run_finished", 10.0, termination="final_answer", usage={"input_tokens": 3})
+    feed("run_finished", 10.0, termination="final_answer", usage=Usage(input_tokens=3))
     run = feed.named("invoke_agent ops")
     assert [e.name for e in run.events] == ["run_recovered"]
     assert run.events[0].attributes == {"harness.previous_owner": "a", "harness.owner": "b"}
@@ -181,7 +213,7 @@ def test_the_provider_of_a_profile_comes_from_the_settings() -> None:
     feed = Feed(providers={"fast": "anthropic"})
     started(feed)
     feed("model_called", 1.3, step=1, model="fast (claude-x)")
-    feed("model_responded", 1.4, step=1, finish_reason="stop", usage={"input_tokens": 1})
+    feed("model_responded", 1.4, step=1, finish_reason="stop", usage=Usage(input_tokens=1))
     assert feed.named("chat claude-x").attributes["gen_ai.provider.name"] == "anthropic"
 
 

@@ -4,14 +4,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from harness import Agent, Harness, Limits, Message, ModelRequest, tool
-from harness.core import RunEvent, RunResult
+from harness.core import RunResult
+from harness.core.events import CompletionChecked, ContextCompacted, payloads
 from harness.gateway import ModelProfile
 from harness.memory import ContextPolicy
 from harness.runtime import Settings
@@ -49,10 +49,6 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HARNESS_HOME": str(home), "NO_COLOR": "1"}
     env.pop("HARNESS_MODEL", None)
     return subprocess.run([HARNESS, *args], env=env, capture_output=True, text=True, timeout=60)
-
-
-def payloads(events: list[RunEvent], kind: str) -> list[Mapping[str, Any]]:
-    return [e.payload for e in events if e.type == kind]
 
 
 # --- structured output -----------------------------------------------------------------------
@@ -219,9 +215,9 @@ async def test_a_shell_verifier_runs_in_the_workspace_sandboxed(
         events = [e async for e in h.events(result.run_id)]
     assert result.output == "The report is written now."
     assert (workspace / "report.md").read_text() == "Paris: 21\n"
-    checks = payloads(events, "completion_checked")
-    assert [(c["check"], c["passed"]) for c in checks] == [("verifier", False), ("verifier", True)]
-    assert "checked: The report is written now." in checks[1]["feedback"]
+    checks = payloads(events, CompletionChecked)
+    assert [(c.check, c.passed) for c in checks] == [("verifier", False), ("verifier", True)]
+    assert "checked: The report is written now." in (checks[1].feedback or "")
     told = model.requests[1].messages[-1].content or ""
     assert "The check `test -s report.md" in told
     assert "did not pass the completion check" in told
@@ -256,10 +252,10 @@ async def test_compactions_are_stored_and_replay_shows_the_whole_history(tmp_pat
         events = await h.store.events(result.run_id)
         stored = await h.messages(result.run_id)
     assert result.ok
-    compactions = payloads(events, "context_compacted")
+    compactions = payloads(events, ContextCompacted)
     assert compactions
-    assert any(c["summary"] for c in compactions)
-    assert all(c["tokens_after"] < c["tokens_before"] for c in compactions)
+    assert any(c.summary for c in compactions)
+    assert all(c.tokens_after < c.tokens_before for c in compactions)
     assert stored == list(result.messages)
     assert sum(1 for m in stored if m.role == "tool") == 15
     assert len(taken[-1].messages) < len(stored)  # what was sent was compacted

@@ -78,7 +78,7 @@ async def test_racing_approve_and_deny_processes_one_wins_and_the_run_obeys_it(
     ran = log.read_text().splitlines() if log.exists() else []
     assert ran == [f"deployed {n}" for n in approved]
     decided = {
-        e.payload["call_id"]: e.payload["approved"] for e in events if e.type == "approval_decided"
+        e.payload.call_id: e.payload.approved for e in events if e.type == "approval_decided"
     }
     assert decided == {call: verb == "approve" for call, verb in winners.items()}
     answers = {m.tool_call_id: m.content or "" for m in result.messages if m.role == "tool"}

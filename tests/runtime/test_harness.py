@@ -9,6 +9,7 @@ import pytest
 
 from harness import Agent, Harness, Limits, Message, ModelRequest, tool
 from harness.core import RunEvent
+from harness.core.events import RunPaused, RunStarted, RunSubmitted, StepStarted
 from harness.errors import InvalidTransition, RunError, RunQueueFull
 from harness.gateway.scripted import Reply
 from harness.runtime import EventBus, RunRecorder, Settings
@@ -100,8 +101,8 @@ async def test_cancel_during_a_model_call_keeps_what_was_done(tmp_path: Path) ->
     assert record.state == "CANCELLED"
     cancelled = events[-1]
     assert cancelled.type == "run_cancelled"
-    assert cancelled.payload["reason"] == "changed my mind"
-    assert str(cancelled.payload["by"]).startswith("user:")
+    assert cancelled.payload.reason == "changed my mind"
+    assert str(cancelled.payload.by).startswith("user:")
     assert [m.role for m in result.messages] == ["system", "user"]
 
 
@@ -215,12 +216,12 @@ def test_a_failing_subscriber_never_breaks_the_run(caplog: pytest.LogCaptureFixt
     unsubscribe = bus.subscribe(lambda e: received.append(e.seq))
     recorder = RunRecorder("run_x", bus)
     with caplog.at_level(logging.ERROR):
-        recorder.emit("step_started", {"step": 1})
-        recorder.emit("step_started", {"step": 2})
+        recorder.emit(StepStarted(step=1))
+        recorder.emit(StepStarted(step=2))
     assert received == [1, 2]
     assert "subscriber bug" in caplog.text
     unsubscribe()
-    recorder.emit("step_started", {"step": 3})
+    recorder.emit(StepStarted(step=3))
     assert received == [1, 2]
 
 
@@ -298,12 +299,12 @@ async def test_the_time_budget_counts_the_time_executed_before_a_resume_or_takeo
     )
     t0 = time.time() - 1000
     events = [
-        NewEvent(type="run_submitted", payload={"agent": "timed"}, ts=t0),
-        NewEvent(type="run_started", payload={"agent": "timed"}, ts=t0),
-        NewEvent(type="step_started", payload={"step": 1}, ts=t0 + 100),
+        NewEvent(payload=RunSubmitted(agent="timed", task="t", parent_run_id=None), ts=t0),
+        NewEvent(payload=RunStarted(agent="timed", model="m", tools=(), max_steps=25), ts=t0),
+        NewEvent(payload=StepStarted(step=1), ts=t0 + 100),
     ]
     if stopped == "paused":
-        events.append(NewEvent(type="run_paused", payload={"at": "step boundary"}, ts=t0 + 100))
+        events.append(NewEvent(payload=RunPaused(at="step boundary"), ts=t0 + 100))
     state, owner = ("PAUSED", None) if stopped == "paused" else ("RUNNING", "gone:1")
     run = NewRun(
         run_id="run_timed",

@@ -83,7 +83,7 @@ async def test_lone_surrogates_from_a_server_run_durably_on_sqlite(
     assert (result.termination, result.output) == ("final_answer", f"done {BAD}")
     assert stored == list(result.messages)
     assert SEEN == [f"a{BAD}", f"b{BAD}"]
-    statuses = [e.payload["status"] for e in events if e.type == "tool_completed"]
+    statuses = [e.payload.status for e in events if e.type == "tool_completed"]
     assert statuses == ["ok", "ok", "unknown_tool"]
     assistant = stored[2]
     assert (assistant.content, assistant.reasoning) == (f"looking {BAD}", f"hmm {BAD}")
@@ -131,7 +131,7 @@ async def test_a_server_error_quoting_a_lone_surrogate_fails_the_run_cleanly(
     assert result.termination == "error"
     assert f"bad {BAD} input" in (result.error or "")
     assert events[-1].type == "run_failed"
-    assert f"bad {BAD} input" in events[-1].payload["error"]
+    assert f"bad {BAD} input" in events[-1].payload.error
 
 
 async def test_deep_arguments_go_back_to_anthropic_as_text_and_the_run_goes_on(

@@ -2,12 +2,13 @@
 and the durable runtime. Runs complete or fail as they should, the server sees the right
 number of attempts, and the stored events say what happened — on SQLite and PostgreSQL."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness import Agent, Harness
 from harness.core import RunEvent, RunResult
+from harness.core.events import ModelCalled, ModelFallback, ModelRetry, RunFailed, payloads
 from harness.gateway import ModelProfile
 from harness.runtime import Settings, load_settings
 from harness.testing import FakeOpenAIServer, FakeReply, faults
@@ -27,10 +28,6 @@ async def run(
     return result, events
 
 
-def payloads(events: list[RunEvent], kind: str) -> list[Mapping[str, Any]]:
-    return [e.payload for e in events if e.type == kind]
-
-
 async def test_a_429_with_retry_after_is_waited_for_and_the_run_completes(
     tmp_path: Path, store_target: str
 ) -> None:
@@ -41,13 +38,13 @@ async def test_a_429_with_retry_after_is_waited_for_and_the_run_completes(
     assert result.output == "ok after the limit"
     assert result.termination == "final_answer"
     assert len(server.requests) == 2
-    (called,) = payloads(events, "model_called")
-    assert ids == [called["request_id"]] * 2  # the retry is the same request, by its header
-    (retry,) = payloads(events, "model_retry")
-    assert retry["request_id"] == called["request_id"]
-    assert (retry["status"], retry["attempt"]) == (429, 1)
-    assert (retry["delay_s"], retry["retry_after_s"]) == (0.0, 0.0)
-    assert retry["step"] == 1
+    (called,) = payloads(events, ModelCalled)
+    assert ids == [called.request_id] * 2  # the retry is the same request, by its header
+    (retry,) = payloads(events, ModelRetry)
+    assert retry.request_id == called.request_id
+    assert (retry.status, retry.attempt) == (429, 1)
+    assert (retry.delay_s, retry.retry_after_s) == (0.0, 0.0)
+    assert retry.step == 1
     assert result.usage.requests == 1  # only the answer that came back is counted
 
 
@@ -68,12 +65,12 @@ async def test_a_burst_of_500s_then_success_with_the_profile_in_harness_toml(
             events = await h.store.events(result.run_id)
     assert result.output == "ok"
     assert len(server.requests) == 3
-    retries = payloads(events, "model_retry")
-    assert [(r["status"], r["attempt"], r["delay_s"]) for r in retries] == [
+    retries = payloads(events, ModelRetry)
+    assert [(r.status, r.attempt, r.delay_s) for r in retries] == [
         (500, 1, 0.01),
         (500, 2, 0.01),
     ]
-    assert all(r["max_attempts"] == 4 for r in retries)
+    assert all(r.max_attempts == 4 for r in retries)
 
 
 async def test_retries_that_run_out_fail_the_run_with_the_servers_error(
@@ -86,9 +83,9 @@ async def test_retries_that_run_out_fail_the_run_with_the_servers_error(
     assert not result.ok
     assert "503" in (result.error or "")
     assert len(server.requests) == 3
-    assert [r["attempt"] for r in payloads(events, "model_retry")] == [1, 2]
-    (failed,) = payloads(events, "run_failed")
-    assert failed["termination"] == "error"
+    assert [r.attempt for r in payloads(events, ModelRetry)] == [1, 2]
+    (failed,) = payloads(events, RunFailed)
+    assert failed.termination == "error"
 
 
 async def test_a_401_fails_at_once_without_a_retry(tmp_path: Path, store_target: str) -> None:
@@ -98,8 +95,8 @@ async def test_a_401_fails_at_once_without_a_retry(tmp_path: Path, store_target:
     assert result.termination == "error"
     assert "Incorrect API key provided" in (result.error or "")
     assert len(server.requests) == 1
-    assert payloads(events, "model_retry") == []
-    assert payloads(events, "run_failed")[0]["error_type"] == "ModelAuthenticationError"
+    assert payloads(events, ModelRetry) == []
+    assert payloads(events, RunFailed)[0].error_type == "ModelAuthenticationError"
 
 
 async def test_a_failing_profile_falls_back_to_the_next(tmp_path: Path, store_target: str) -> None:
@@ -114,6 +111,6 @@ async def test_a_failing_profile_falls_back_to_the_next(tmp_path: Path, store_ta
         result, events = await run(tmp_path, store_target, profiles)
     assert result.output == "from the spare"
     assert (len(down.requests), len(spare.requests)) == (1, 1)
-    (moved,) = payloads(events, "model_fallback")
-    assert (moved["reason"], moved["status"]) == ("error", 500)
-    assert "spare" in moved["to_model"]
+    (moved,) = payloads(events, ModelFallback)
+    assert (moved.reason, moved.status) == ("error", 500)
+    assert "spare" in moved.to_model

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, Harness, Limits, Message, ModelRequest, tool
+from harness.core.events import RunRecovered, payloads
 from harness.runtime import Settings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 from harness.tools import bash_tool
@@ -84,8 +85,8 @@ async def test_an_approval_survives_a_sigkill_of_its_owner(
         result = await second.wait(run_id, timeout=30)
         events = [e async for e in second.events(run_id)]
     assert result.output == "shipped 1"
-    (recovered,) = [e.payload for e in events if e.type == "run_recovered"]
-    assert recovered["previous_owner"] == first.owner
+    (recovered,) = payloads(events, RunRecovered)
+    assert recovered.previous_owner == first.owner
     tool_message = next(m for m in result.messages if m.role == "tool")
     assert tool_message.content == "deployed 0"
     assert log.read_text().splitlines() == ["deployed 0"]
@@ -107,9 +108,9 @@ async def test_a_run_taken_over_after_a_sigkill_names_the_dead_owner(
         result = await second.wait(run_id, timeout=30)
         events = await second.store.events(run_id)
     assert result.output == "answered"
-    (recovered,) = [e.payload for e in events if e.type == "run_recovered"]
-    assert recovered["previous_owner"] == first.owner
-    assert recovered["owner"] == second.owner
+    (recovered,) = payloads(events, RunRecovered)
+    assert recovered.previous_owner == first.owner
+    assert recovered.owner == second.owner
     assert first.owner != second.owner
 
 

@@ -5,11 +5,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import ClassVar
 
 import pytest
 
-from harness.core import Message, ToolCall, Usage
+from harness.core import Message, RunEvent, ToolCall, Usage
+from harness.core.codec import payload_from_dict
+from harness.core.events import (
+    AgentMessage,
+    EventPayload,
+    EventType,
+    HintInjected,
+    StepStarted,
+    payloads,
+)
 from harness.errors import ConfigError
 from harness.store import (
     Decision,
@@ -27,9 +38,37 @@ from harness.store._schema import LATEST_VERSION
 from ._group_commit import Transactions, held_writer
 from .conftest import START, FakeClock
 
+SAMPLES: dict[str, dict[str, object]] = {
+    "step_started": {"step": 1},
+    "model_called": {"step": 1, "model": "m", "messages": 2, "stream": False, "request_id": "r"},
+    "agent_message": {"step": 1, "content": "hi", "final": False},
+    "hint_injected": {"step": 1, "hint": "h"},
+    "run_submitted": {"agent": "ops", "task": "count", "parent_run_id": None},
+    "run_started": {"agent": "ops", "model": "m", "tools": [], "max_steps": 5},
+    "run_finished": {"output": "42", "termination": "final_answer", "complete": True, "usage": {}},
+    "run_cancelled": {"by": "user:x", "reason": None},
+}
+"""A valid payload of each event type these tests write."""
 
-def ev(kind: str = "step_started", **payload: object) -> NewEvent:
-    return NewEvent(type=kind, payload=payload)  # type: ignore[arg-type]
+
+def ev(kind: str = "step_started", **fields: object) -> NewEvent:
+    return NewEvent(payload=payload_from_dict(kind, {**SAMPLES[kind], **fields}))
+
+
+def numbered(n: int) -> NewEvent:
+    """An event that says which of many concurrent steps wrote it."""
+    return ev("hint_injected", hint=str(n))
+
+
+def numbers(events: list[RunEvent]) -> set[int]:
+    return {int(p.hint) for p in payloads(events, HintInjected)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Exploded(EventPayload):
+    """An event type harness does not know."""
+
+    type: ClassVar[EventType] = "exploded"  # type: ignore[assignment]
 
 
 async def new_run(store: EventStore, run_id: str = "run_1", **fields: object) -> str:
@@ -219,14 +258,14 @@ async def test_seq_starts_at_one_and_has_no_gaps(store: EventStore) -> None:
     await new_run(store)
     assert await step(store, "run_1", ev(), ev("model_called")) == [1, 2]
     assert await step(store, "run_1") == []
-    assert await step(store, "run_1", ev("model_responded", text="hi")) == [3]
+    assert await step(store, "run_1", ev("agent_message", content="hi")) == [3]
     events = await store.events("run_1")
     assert [(e.seq, e.type) for e in events] == [
         (1, "step_started"),
         (2, "model_called"),
-        (3, "model_responded"),
+        (3, "agent_message"),
     ]
-    assert events[2].payload == {"text": "hi"}
+    assert events[2].payload == AgentMessage(step=1, content="hi", final=False)
     assert {e.run_id for e in events} == {"run_1"}
     assert await seqs(store, "run_1") == [1, 2, 3]
     assert [e.seq for e in await store.events("run_1", after_seq=1, limit=1)] == [2]
@@ -235,7 +274,7 @@ async def test_seq_starts_at_one_and_has_no_gaps(store: EventStore) -> None:
 async def test_an_event_keeps_its_own_timestamp(store: EventStore) -> None:
     await new_run(store)
     written = await store.append(
-        StepWrite(run_id="run_1", events=[NewEvent(type="step_started", ts=123.25), ev()])
+        StepWrite(run_id="run_1", events=[NewEvent(payload=StepStarted(step=1), ts=123.25), ev()])
     )
     assert [e.ts for e in written] == [123.25, START]
     assert [e.ts for e in await store.events("run_1")] == [123.25, START]
@@ -245,7 +284,7 @@ async def test_hundreds_of_concurrent_appends_to_one_run_are_gap_free(store: Eve
     await new_run(store)
     sizes = [random.Random(i).randint(1, 3) for i in range(300)]
     results = await asyncio.gather(
-        *(step(store, "run_1", *[ev(n=i)] * size) for i, size in enumerate(sizes))
+        *(step(store, "run_1", *[numbered(i)] * size) for i, size in enumerate(sizes))
     )
     total = sum(sizes)
     assert sorted(s for written in results for s in written) == list(range(1, total + 1))
@@ -318,27 +357,27 @@ async def test_a_step_that_fails_mid_write_leaves_nothing(store: EventStore) -> 
 
 async def test_a_failing_step_does_not_undo_the_steps_committed_with_it(store: EventStore) -> None:
     await new_run(store)
-    bad = ev(payload=object())
+    bad = NewEvent(payload=HintInjected(step=1, hint=object()))  # type: ignore[arg-type]
     outcomes = await asyncio.gather(
-        *(step(store, "run_1", ev(n=i), bad if i % 3 == 0 else ev()) for i in range(90)),
+        *(step(store, "run_1", numbered(i), bad if i % 3 == 0 else ev()) for i in range(90)),
         return_exceptions=True,
     )
     failed = [o for o in outcomes if isinstance(o, BaseException)]
     assert len(failed) == 30
     assert all(isinstance(o, ConfigError) for o in failed)
     assert await seqs(store, "run_1") == list(range(1, 121))
-    kept = {e.payload["n"] for e in await store.events("run_1") if "n" in e.payload}
+    kept = numbers(await store.events("run_1"))
     assert kept == {i for i in range(90) if i % 3}
 
 
 async def test_a_step_is_written_as_it_was_when_appended(store: EventStore) -> None:
     await new_run(store)
-    events, messages = [ev(n=1)], [Message.user("a")]
+    events, messages = [numbered(1)], [Message.user("a")]
     pending = asyncio.ensure_future(
         store.append(StepWrite(run_id="run_1", events=events, messages=messages))
     )
     await asyncio.sleep(0)
-    events.append(ev(n=2))
+    events.append(numbered(2))
     messages.clear()
     assert [e.seq for e in await pending] == [1]
     assert await store.messages("run_1") == [Message.user("a")]
@@ -347,7 +386,7 @@ async def test_a_step_is_written_as_it_was_when_appended(store: EventStore) -> N
 async def test_an_unknown_event_type_is_refused(store: EventStore) -> None:
     await new_run(store)
     with pytest.raises(ConfigError, match="unknown event type 'exploded'"):
-        await step(store, "run_1", ev(), ev("exploded"))
+        await step(store, "run_1", ev(), NewEvent(payload=Exploded()))
     assert await seqs(store, "run_1") == []
 
 

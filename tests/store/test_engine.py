@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from harness.core.events import StepStarted
 from harness.store import NewEvent, NewRun, StepWrite, StoreError
 from harness.store._engine import Readers, Writer
 from harness.store._sql import Db, Dialect, Row
@@ -297,7 +298,7 @@ async def sqlite_store(tmp_path: Path, max_batch: int, runs: int) -> tuple[SQLit
 
 
 def step(run_id: str) -> StepWrite:
-    return StepWrite(run_id=run_id, events=[NewEvent(type="step_started")])
+    return StepWrite(run_id=run_id, events=[NewEvent(payload=StepStarted(step=1))])
 
 
 async def queued(store: SQLiteStore, writes: list[StepWrite]) -> list[Any]:
@@ -323,7 +324,9 @@ async def test_queued_writes_commit_together_on_sqlite(
 async def test_a_failing_write_is_undone_alone_on_sqlite(tmp_path: Path) -> None:
     store, run_ids = await sqlite_store(tmp_path, 256, runs=2)
     transactions = Transactions(str(store.path))
-    bad = StepWrite(run_id="run_1", events=[NewEvent(type="step_started")], expect_states=["X"])
+    bad = StepWrite(
+        run_id="run_1", events=[NewEvent(payload=StepStarted(step=1))], expect_states=["X"]
+    )
     good, failed, other = await queued(store, [step("run_0"), bad, step("run_1")])
     assert isinstance(failed, Exception)
     assert [e.seq for e in good] == [e.seq for e in other] == [1]

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from harness.core.events import StepStarted
 from harness.store import NewEvent, NewRun, StepWrite, StoreError, open_store
 
 psycopg = pytest.importorskip("psycopg", reason="pip install -e '.[postgres]'")
@@ -20,7 +21,7 @@ def closed_port() -> int:
 
 
 def step() -> StepWrite:
-    return StepWrite(run_id="run_1", events=[NewEvent(type="step_started")])
+    return StepWrite(run_id="run_1", events=[NewEvent(payload=StepStarted(step=1))])
 
 
 async def test_an_unreachable_server_is_named_with_what_to_do() -> None:

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from harness.core import Message, Usage
+from harness.core.events import RunSubmitted, StepStarted
 from harness.store import Decision, NewEvent, RunUpdate, StepWrite, open_store
 from harness.store._schema import LATEST_VERSION, MIGRATIONS
 
@@ -71,13 +72,17 @@ async def test_a_store_written_by_schema_1_reads_and_writes_today(tmp_path: Path
             (4, "tool_completed"),
             (5, "run_finished"),
         ]
-        assert events[0].payload == {"agent": "ops", "task": "count the files"}
+        assert events[0].payload == RunSubmitted(
+            agent="ops", task="count the files", parent_run_id=None
+        )
         assert await store.get_blob("run_v1", "c1") == "12\n"
         assert await store.audit("run_v1") == [{"call_id": "c1", "tool": "bash", "approved": True}]
         assert [c.payload for c in await store.take_controls(run_id="run_v1")] == [{"by": "cli"}]
         again = await store.append(
             StepWrite(
-                run_id="run_v1", events=[NewEvent(type="step_started")], key="step-1-attempt-1"
+                run_id="run_v1",
+                events=[NewEvent(payload=StepStarted(step=1))],
+                key="step-1-attempt-1",
             )
         )
         assert [e.seq for e in again] == [3, 4]

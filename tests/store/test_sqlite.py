@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.events import StepStarted
 from harness.errors import ConfigError
 from harness.store import NewEvent, NewRun, StepWrite, StoreError, open_store
 from harness.store.sqlite import SQLiteStore
@@ -25,7 +26,7 @@ def pragma(path: Path, name: str) -> object:
 
 
 def step(run_id: str = "run_1") -> StepWrite:
-    return StepWrite(run_id=run_id, events=[NewEvent(type="step_started")])
+    return StepWrite(run_id=run_id, events=[NewEvent(payload=StepStarted(step=1))])
 
 
 async def test_the_file_and_its_directory_are_created_in_wal_mode(tmp_path: Path) -> None:

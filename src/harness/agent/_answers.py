@@ -27,7 +27,7 @@ from harness.agent.verify import (
     feedback_message,
     run_verifier,
 )
-from harness.core.events import summarize
+from harness.core.events import CompletionChecked, summarize
 from harness.core.messages import Message
 
 __all__ = ["AnswerChecks"]
@@ -111,12 +111,13 @@ class AnswerChecks:
             timeout = min(timeout, max(_MIN_CHECK_S, left))
         result = await run_verifier(verifier, text, context, timeout_s=timeout)
         run.emit(
-            "completion_checked",
-            step=run.steps,
-            check="verifier",
-            passed=result.passed,
-            feedback=summarize(result.feedback),
-            error=result.error,
+            CompletionChecked(
+                step=run.steps,
+                check="verifier",
+                passed=result.passed,
+                feedback=summarize(result.feedback),
+                error=result.error,
+            )
         )
         if not result.passed:
             run.say(feedback_message(result))
@@ -125,13 +126,14 @@ class AnswerChecks:
 
 def _checked(run: ActiveRun, output: OutputSpec, found: ExtractResult, *, repair: bool) -> None:
     run.emit(
-        "completion_checked",
-        step=run.steps,
-        check="output_type",
-        output_type=output.name,
-        passed=found.ok,
-        errors=list(found.errors[:10]),
-        repair=repair,
+        CompletionChecked(
+            step=run.steps,
+            check="output_type",
+            output_type=output.name,
+            passed=found.ok,
+            errors=tuple(found.errors[:10]),
+            repair=repair,
+        )
     )
 
 

@@ -8,8 +8,8 @@ checked around both.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Final
 
 from harness.agent.spec import AgentSpec
 from harness.agent.stops import (
@@ -23,14 +23,27 @@ from harness.agent.stops import (
 from harness.agent.strategies.base import Answer, Turn
 from harness.agent.tool_calls import ToolCallRunner
 from harness.core.clock import Clock
-from harness.core.codec import usage_to_dict
-from harness.core.events import EventType, RunSink, summarize
+from harness.core.events import (
+    AgentMessage,
+    EventPayload,
+    HintInjected,
+    ModelCalled,
+    ModelDelta,
+    ModelFallback,
+    ModelResponded,
+    ModelRetry,
+    RunSink,
+    StepStarted,
+    TextToolCalls,
+    ToolCallRef,
+    ToolCompleted,
+    summarize,
+)
 from harness.core.ids import new_id
 from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
 from harness.core.unicode import clean_message, clean_text
 from harness.core.usage import Usage
 from harness.gateway.model import (
-    GatewayNotice,
     Model,
     ModelRequest,
     ModelResponse,
@@ -149,7 +162,7 @@ class ActiveRun:
         """One step: limits, the model's turn, then its tool round. See `RunControl.turn`."""
         if (stop := self.limit_reached()) is not None:
             return Turn(kind="stopped", stop=stop)
-        message, dropped = await self._reply(tools, answer, {})
+        message, dropped = await self._reply(tools, answer)
         if message.tool_calls:
             return await self._tool_round(message)
         if message.content and message.content.strip():
@@ -157,25 +170,28 @@ class ActiveRun:
             return Turn(kind="answer", text=message.content)
         return await self._unusable(tools, answer, dropped)
 
-    async def respond(self, *, tools: bool, answer: bool = True, **step_info: Any) -> Message:
+    async def respond(
+        self, *, tools: bool, answer: bool = True, wrap_up: bool = False, reason: str | None = None
+    ) -> Message:
         """Start a step and add the model's reply to the conversation (no limit checks).
 
         Without tools, calls the model makes anyway are dropped from its message. A turn
         that offers no tools and may give the final answer (`answer`) asks for the
-        agent's output type natively, when it has one.
+        agent's output type natively, when it has one. The closing turn of a stopped run
+        (`wrap_up`, with the stop's `reason`) says so in its `step_started` event.
 
         The reply and the usage of the call are durable before anything else happens (a
         reply with tool calls commits with its `tool_started` events): a crash from here on
         never loses what the call cost, and a resumed run goes on from the reply.
         """
-        return (await self._reply(tools, answer, step_info))[0]
+        return (await self._reply(tools, answer, wrap_up=wrap_up, reason=reason))[0]
 
     async def _reply(
-        self, tools: bool, answer: bool, step_info: Mapping[str, Any]
+        self, tools: bool, answer: bool, *, wrap_up: bool = False, reason: str | None = None
     ) -> tuple[Message, tuple[ToolCall, ...]]:
         """`respond`, and the calls dropped from a reply on a turn without tools."""
         self._steps += 1
-        self.emit("step_started", step=self._steps, **step_info)
+        self.emit(StepStarted(step=self._steps, wrap_up=wrap_up, reason=reason))
         response = await self._call_model(tools, answer)
         message = response.message
         dropped = () if tools else message.tool_calls
@@ -206,9 +222,9 @@ class ActiveRun:
         """Offer a final answer to the loop."""
         return await self._finish(self, text)
 
-    def emit(self, kind: EventType, **payload: Any) -> None:
+    def emit(self, payload: EventPayload) -> None:
         """Report one event."""
-        self._sink.emit(kind, payload)
+        self._sink.emit(payload)
 
     def append(self, message: Message, *, reported: int = 0) -> Message:
         """Add a message to the conversation with its token count, and report it.
@@ -249,7 +265,7 @@ class ActiveRun:
 
     async def _tool_round(self, message: Message) -> Turn:
         if message.content:
-            self.emit("agent_message", step=self._steps, content=message.content, final=False)
+            self.emit(AgentMessage(step=self._steps, content=message.content, final=False))
         limits, calls = self._spec.limits, message.tool_calls
         stop = budget_reached(limits, usage=self.usage, elapsed_s=self.elapsed_s())
         runnable = () if stop else calls[: self._calls_left(len(calls))]
@@ -279,22 +295,23 @@ class ActiveRun:
             text = not_run_text(detail)
             self.append(Message.tool(call.id, text, name=call.name))
             self.emit(
-                "tool_completed",
-                step=self._steps,
-                call_id=call.id,
-                tool=call.name,
-                status="not_run",
-                ok=False,
-                result=summarize(text),
-                truncated=False,
-                duration_s=0.0,
+                ToolCompleted(
+                    step=self._steps,
+                    call_id=call.id,
+                    tool=call.name,
+                    status="not_run",
+                    ok=False,
+                    result=summarize(text),
+                    truncated=False,
+                    duration_s=0.0,
+                )
             )
 
     def _hint(self, verdict: FailureVerdict | None) -> str | None:
         if verdict is None or verdict.action != "hint":
             return None
         self.say(verdict.text)
-        self.emit("hint_injected", step=self._steps, hint=verdict.text)
+        self.emit(HintInjected(step=self._steps, hint=verdict.text))
         return verdict.text
 
     async def _call_model(self, tools: bool, answer: bool) -> ModelResponse:
@@ -307,13 +324,14 @@ class ActiveRun:
             observer=self._notice,
         )
         self.emit(
-            "model_called",
-            step=self._steps,
-            model=self._model.name,
-            messages=len(request.messages),
-            tools=len(request.tools),
-            stream=self._stream,
-            request_id=request.request_id,
+            ModelCalled(
+                step=self._steps,
+                model=self._model.name,
+                messages=len(request.messages),
+                tools=len(request.tools),
+                stream=self._stream,
+                request_id=request.request_id,
+            )
         )
         # Before the wait: a reply not yet durable commits now (what it cost is never lost),
         # and a run someone watches live commits so they see the step start.
@@ -328,16 +346,16 @@ class ActiveRun:
             self._counter.observe(request.messages, request.tools, response.usage.input_tokens)
         message = response.message
         self.emit(
-            "model_responded",
-            step=self._steps,
-            finish_reason=response.finish_reason,
-            content=summarize(message.content),
-            usage=usage_to_dict(response.usage),
-            tool_calls=[{"id": c.id, "name": c.name} for c in message.tool_calls],
-            tool_calls_from_text=_from_text(response),
-            duration_s=round(self._clock.monotonic() - started, 6),
-            # The model the provider says answered (a fallback's, a dated snapshot), when known.
-            **({"response_model": response.model} if response.model else {}),
+            ModelResponded(
+                step=self._steps,
+                finish_reason=response.finish_reason,
+                content=summarize(message.content),
+                usage=response.usage,
+                tool_calls=tuple(ToolCallRef(id=c.id, name=c.name) for c in message.tool_calls),
+                tool_calls_from_text=_from_text(response),
+                duration_s=round(self._clock.monotonic() - started, 6),
+                response_model=_answered_by(response, self._model.name),
+            )
         )
         return response
 
@@ -354,7 +372,7 @@ class ActiveRun:
         compaction = prepared.compaction
         if compaction is not None:
             self.usage += compaction.usage
-            self.emit("context_compacted", step=self._steps, **compaction.payload())
+            self.emit(compaction.event(self._steps))
             await self._sink.commit()
         return prepared.messages
 
@@ -369,14 +387,14 @@ class ActiveRun:
             return settings
         return dataclasses.replace(settings, response_format=self._native)
 
-    def _notice(self, kind: GatewayNotice, payload: Mapping[str, Any]) -> None:
-        """Gateway notices (retries, fallbacks) become run events of the same name."""
-        self.emit(kind, **{**payload, "step": self._steps})
+    def _notice(self, notice: ModelRetry | ModelFallback) -> None:
+        """Gateway notices (retries, fallbacks) become run events, with the step."""
+        self.emit(dataclasses.replace(notice, step=self._steps))
 
     async def _streamed(self, request: ModelRequest) -> ModelResponse:
         async for event in self._model.stream(request):
             if isinstance(event, TextDelta):
-                self.emit("model_delta", step=self._steps, text=clean_text(event.text))
+                self.emit(ModelDelta(step=self._steps, text=clean_text(event.text)))
             elif isinstance(event, ResponseDone):
                 return event.response
         raise RuntimeError(f"model {self._model.name} ended its stream without a response")
@@ -399,14 +417,17 @@ def _unknown_outcome(call: ToolCall) -> Message:
     return Message.tool(call.id, UNKNOWN_OUTCOME, name=call.name)
 
 
-def _from_text(response: ModelResponse) -> dict[str, Any] | None:
+def _from_text(response: ModelResponse) -> TextToolCalls | None:
     """The `tool_calls_from_text` of `model_responded`: the format and what it held."""
     if response.tool_calls_from_text is None:
         return None
     calls = response.message.tool_calls
     malformed = sum(call.name == MALFORMED_TOOL_CALL for call in calls)
-    return {
-        "format": response.tool_calls_from_text,
-        "calls": len(calls) - malformed,
-        "malformed": malformed,
-    }
+    return TextToolCalls(
+        format=response.tool_calls_from_text, calls=len(calls) - malformed, malformed=malformed
+    )
+
+
+def _answered_by(response: ModelResponse, asked: str) -> str | None:
+    """The model the provider says answered, when it says and it is not the one asked for."""
+    return response.model if response.model and response.model != asked else None

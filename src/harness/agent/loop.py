@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from harness.agent._answers import AnswerChecks
 from harness.agent._turns import EMPTY_REPLY_NUDGE, UNKNOWN_OUTCOME, ActiveRun
@@ -24,8 +23,14 @@ from harness.agent.stops import Stop, stopped_report, wrap_up_prompt
 from harness.agent.strategies import Answer, Outcome, make_strategy
 from harness.agent.tool_calls import ToolCallRunner
 from harness.core.clock import Clock, SystemClock
-from harness.core.codec import usage_to_dict
-from harness.core.events import EventType, RunSink
+from harness.core.events import (
+    AgentMessage,
+    EventPayload,
+    RunFailed,
+    RunFinished,
+    RunSink,
+    RunStarted,
+)
 from harness.core.messages import Message
 from harness.core.results import RunResult, TerminationReason
 from harness.core.unicode import clean_text
@@ -108,12 +113,13 @@ class AgentLoop:
         run = self._active_run(run_id, messages, usage or Usage())
         run.elapsed_before = elapsed_s
         self._emit(
-            "run_started",
-            agent=self._spec.name,
-            model=self._model.name,
-            strategy=self._spec.strategy,
-            tools=[d.name for d in self._toolset.definitions()],
-            max_steps=self._spec.limits.max_steps,
+            RunStarted(
+                agent=self._spec.name,
+                model=self._model.name,
+                strategy=self._spec.strategy,
+                tools=tuple(d.name for d in self._toolset.definitions()),
+                max_steps=self._spec.limits.max_steps,
+            )
         )
         error_type, stop = None, None
         try:
@@ -171,7 +177,7 @@ class AgentLoop:
         if self._checks.verifies:
             await self._sink.commit()  # a check runs commands: the answer is durable first
         answer = await self._checks.check(run, text)
-        run.emit("agent_message", step=run.steps, content=text, final=answer is not None)
+        run.emit(AgentMessage(step=run.steps, content=text, final=answer is not None))
         if answer is None:
             await self._sink.checkpoint()
         return answer
@@ -199,33 +205,31 @@ class AgentLoop:
             report = stopped_report(stop, steps=steps, last_text=last_text)
             return f"{report} (The closing report could not be written: {failure}.)"
         if message.content and message.content.strip():
-            run.emit("agent_message", step=run.steps, content=message.content, final=True)
+            run.emit(AgentMessage(step=run.steps, content=message.content, final=True))
             return message.content
         return stopped_report(stop, steps=steps, last_text=last_text)
 
     def _report(self, result: RunResult, error_type: str | None, stop: Stop | None) -> None:
         if result.termination == "error":
             self._emit(
-                "run_failed",
-                error=result.error,
-                error_type=error_type,
-                termination="error",
-                usage=usage_to_dict(result.usage),
+                RunFailed(
+                    error=result.error,
+                    error_type=error_type,
+                    termination="error",
+                    usage=result.usage,
+                )
             )
             return
-        typed: dict[str, Any] = {}
-        if result.output_valid is not None:
-            typed["output_valid"] = result.output_valid
-        if result.output_errors:
-            typed["output_errors"] = list(result.output_errors)
         self._emit(
-            "run_finished",
-            output=result.output,
-            termination=result.termination,
-            complete=result.complete,
-            usage=usage_to_dict(result.usage),
-            **({"detail": stop.detail} if stop else {}),
-            **typed,
+            RunFinished(
+                output=result.output,
+                termination=result.termination,
+                complete=result.complete,
+                usage=result.usage,
+                detail=stop.detail if stop else None,
+                output_valid=result.output_valid,
+                output_errors=result.output_errors,
+            )
         )
 
     def _result(
@@ -251,8 +255,8 @@ class AgentLoop:
             output_errors=answer.output_errors if answer else (),
         )
 
-    def _emit(self, kind: EventType, **payload: Any) -> None:
-        self._sink.emit(kind, payload)
+    def _emit(self, payload: EventPayload) -> None:
+        self._sink.emit(payload)
 
 
 def _last_text(messages: Sequence[Message]) -> str | None:

@@ -6,9 +6,16 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from harness.core.events import EventSink, EventType, summarize
+from harness.core.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    EventSink,
+    RunWaiting,
+    ToolCompleted,
+    ToolStarted,
+    summarize,
+)
 from harness.core.messages import ToolCall
 from harness.core.usage import Limits
 from harness.tools.approvals import (
@@ -67,12 +74,10 @@ class ToolCallRunner:
     async def run(self, step: int, calls: Sequence[ToolCall], limits: Limits) -> list[ToolOutcome]:
         """Run every call of one assistant message; failures become `tool` messages."""
         for call in calls:
-            self._emit(
-                "tool_started",
-                step=step,
-                call_id=call.id,
-                tool=call.name,
-                arguments=summarize(call.arguments),
+            self._sink.emit(
+                ToolStarted(
+                    step=step, call_id=call.id, tool=call.name, arguments=summarize(call.arguments)
+                )
             )
         # Before any call runs, the assistant message (with the usage of the model call
         # that wrote it) and tool_started are durable: a crash from here on leaves a record
@@ -95,16 +100,17 @@ class ToolCallRunner:
             )
         )
         for outcome, verdict in zip(outcomes, verdicts, strict=True):
-            self._emit(
-                "tool_completed",
-                step=step,
-                call_id=outcome.call.id,
-                tool=outcome.call.name,
-                status=outcome.status,
-                ok=outcome.ok,
-                result=summarize(outcome.output),
-                truncated=outcome.truncated,
-                duration_s=round(outcome.duration_s, 6),
+            self._sink.emit(
+                ToolCompleted(
+                    step=step,
+                    call_id=outcome.call.id,
+                    tool=outcome.call.name,
+                    status=outcome.status,
+                    ok=outcome.ok,
+                    result=summarize(outcome.output),
+                    truncated=outcome.truncated,
+                    duration_s=round(outcome.duration_s, 6),
+                )
             )
             self._record(outcome, verdict)
         return list(outcomes)
@@ -128,24 +134,26 @@ class ToolCallRunner:
             arguments=call.arguments,
             reason=policy.reason,
         )
-        self._emit(
-            "approval_requested",
-            step=step,
-            call_id=call.id,
-            tool=call.name,
-            arguments=summarize(call.arguments, 1000),
-            reason=policy.reason,
+        self._sink.emit(
+            ApprovalRequested(
+                step=step,
+                call_id=call.id,
+                tool=call.name,
+                arguments=summarize(call.arguments, 1000),
+                reason=policy.reason,
+            )
         )
-        self._emit("run_waiting", step=step, reason="approval", call_id=call.id)
+        self._sink.emit(RunWaiting(step=step, reason="approval", call_id=call.id))
         await self._checkpoint()  # the request survives a restart
         decision = await self._approver(request)
-        self._emit(
-            "approval_decided",
-            step=step,
-            call_id=call.id,
-            approved=decision.approved,
-            by=decision.by,
-            reason=decision.reason,
+        self._sink.emit(
+            ApprovalDecided(
+                step=step,
+                call_id=call.id,
+                approved=decision.approved,
+                by=decision.by,
+                reason=decision.reason,
+            )
         )
         return _Verdict(policy=policy, decision=decision)
 
@@ -182,9 +190,6 @@ class ToolCallRunner:
                 reason=verdict.decision.reason or verdict.policy.reason,
             )
         )
-
-    def _emit(self, kind: EventType, **payload: Any) -> None:
-        self._sink.emit(kind, payload)
 
 
 _NOT_RUN = _Verdict(

@@ -11,7 +11,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from harness.agent.spec import AgentSpec
-from harness.core.events import RunEvent
+from harness.core.events import RunEvent, RunFailed
 from harness.core.results import RunResult
 from harness.core.usage import Limits
 from harness.errors import ConfigError, HarnessError, StoreError
@@ -141,13 +141,13 @@ def run(
     if detach:
         typer.echo(_submit(settings, agent, task))
         return
-    failures: list[RunEvent] = []
+    failures: list[RunFailed] = []
     renderer = JsonRenderer() if json_output else LiveRenderer()
 
     def on_event(event: RunEvent) -> None:
         renderer(event)
-        if event.type == "run_failed":
-            failures.append(event)
+        if isinstance(event.payload, RunFailed):
+            failures.append(event.payload)
 
     try:
         result = asyncio.run(
@@ -261,12 +261,12 @@ def _check_model(agent: AgentSpec, settings: Settings, base_url: str | None) -> 
         raise ConfigError(f"{option}: {exc}") from exc
 
 
-def _explain_failure(event: RunEvent, json_output: bool) -> None:
+def _explain_failure(failed: RunFailed, json_output: bool) -> None:
     from harness.cli.render import print_error, print_hint
 
-    hint = MODEL_HINT if event.payload.get("error_type") in _MODEL_ERRORS else None
+    hint = MODEL_HINT if failed.error_type in _MODEL_ERRORS else None
     if json_output:
-        print_error(str(event.payload.get("error")), hint=hint)
+        print_error(str(failed.error), hint=hint)
     elif hint:
         print_hint(hint)
 

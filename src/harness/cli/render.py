@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,7 +12,23 @@ from rich.panel import Panel
 from rich.table import Table
 
 from harness.core.codec import dumps, event_to_dict
-from harness.core.events import RunEvent
+from harness.core.events import (
+    AgentMessage,
+    ApprovalDecided,
+    ApprovalRequested,
+    CompletionChecked,
+    ContextCompacted,
+    ModelDelta,
+    ModelResponded,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepStarted,
+    ToolCompleted,
+    ToolStarted,
+)
+from harness.core.usage import Usage
 from harness.observability import SpanData, TracedSpan
 
 __all__ = [
@@ -46,14 +62,39 @@ class LiveRenderer:
         self.console = console or Console(highlight=False)
         self._streaming = False
 
-    def __call__(self, event: RunEvent) -> None:
+    def __call__(self, event: RunEvent) -> None:  # noqa: C901 - one case per event shown
         """Print one event, if it is one a person wants to see."""
-        if event.type == "approval_requested":
-            self._approval_requested(event.run_id, event.payload)
-            return
-        handler = getattr(self, f"_on_{event.type}", None)
-        if handler is not None:
-            handler(event.payload)
+        match event.payload:
+            case RunStarted() as p:
+                self._run_started(p)
+            case StepStarted(step=step):
+                self._print(f"[dim]── step {step}[/]")
+            case ModelDelta(text=text):
+                self.console.print(escape(text), end="", style="italic")
+                self._streaming = True
+            case ModelResponded() as p:
+                self._model_responded(p)
+            case AgentMessage(content=content, final=final) if not final:
+                # a final answer is shown once, by run_finished
+                self._print(f"  [italic]{escape(content or '')}[/]")
+            case ToolStarted(tool=tool, arguments=arguments):
+                self._print(f"  [yellow]⚙ {escape(tool)}[/] {escape(arguments)}")
+            case ToolCompleted() as p:
+                self._tool_completed(p)
+            case CompletionChecked() as p:
+                self._completion_checked(p)
+            case ContextCompacted() as p:
+                self._context_compacted(p)
+            case ApprovalRequested() as p:
+                self._approval_requested(event.run_id, p)
+            case ApprovalDecided() as p:
+                self._approval_decided(p)
+            case RunFinished() as p:
+                self._run_finished(p)
+            case RunFailed(error=error):
+                self._print(f"[red bold]✘ run failed[/] [red]{escape(str(error))}[/]")
+            case _:
+                pass
 
     def _print(self, text: str) -> None:
         if self._streaming:
@@ -61,90 +102,70 @@ class LiveRenderer:
             self._streaming = False
         self.console.print(text)
 
-    def _on_run_started(self, p: dict[str, Any]) -> None:
-        tools = ", ".join(p.get("tools") or []) or "none"
+    def _run_started(self, p: RunStarted) -> None:
+        tools = ", ".join(p.tools) or "none"
         self._print(
-            f"[bold]▶ {escape(p['agent'])}[/] · model [cyan]{escape(p['model'])}[/]"
-            f" · tools {escape(tools)} · max {p['max_steps']} steps"
+            f"[bold]▶ {escape(p.agent)}[/] · model [cyan]{escape(p.model)}[/]"
+            f" · tools {escape(tools)} · max {p.max_steps} steps"
         )
 
-    def _on_step_started(self, p: dict[str, Any]) -> None:
-        self._print(f"[dim]── step {p['step']}[/]")
-
-    def _on_model_delta(self, p: dict[str, Any]) -> None:
-        self.console.print(escape(p["text"]), end="", style="italic")
-        self._streaming = True
-
-    def _on_model_responded(self, p: dict[str, Any]) -> None:
-        usage: Mapping[str, Any] = p.get("usage") or {}
-        from_text: Mapping[str, Any] = p.get("tool_calls_from_text") or {}
-        read = f" · calls read from text ({from_text['format']})" if from_text else ""
+    def _model_responded(self, p: ModelResponded) -> None:
+        from_text = p.tool_calls_from_text
+        read = f" · calls read from text ({from_text.format})" if from_text else ""
         self._print(
-            f"[dim]  model: {p['finish_reason']} · {usage.get('input_tokens', 0)} in /"
-            f" {usage.get('output_tokens', 0)} out tokens · {p['duration_s']:.2f} s{read}[/]"
+            f"[dim]  model: {p.finish_reason} · {p.usage.input_tokens} in /"
+            f" {p.usage.output_tokens} out tokens · {p.duration_s:.2f} s{read}[/]"
         )
 
-    def _on_agent_message(self, p: dict[str, Any]) -> None:
-        if not p.get("final"):  # a final answer is shown once, by run_finished
-            self._print(f"  [italic]{escape(p['content'])}[/]")
-
-    def _on_tool_started(self, p: dict[str, Any]) -> None:
-        self._print(f"  [yellow]⚙ {escape(p['tool'])}[/] {escape(p['arguments'])}")
-
-    def _on_tool_completed(self, p: dict[str, Any]) -> None:
-        mark, style = ("✓", "green") if p["ok"] else ("✗", "red")
-        status = "" if p["ok"] else f" {p['status']}:"
+    def _tool_completed(self, p: ToolCompleted) -> None:
+        mark, style = ("✓", "green") if p.ok else ("✗", "red")
+        status = "" if p.ok else f" {p.status}:"
         self._print(
-            f"  [{style}]{mark}[/]{status} [dim]({p['duration_s']:.2f} s)[/] {escape(p['result'])}"
+            f"  [{style}]{mark}[/]{status} [dim]({p.duration_s:.2f} s)[/] {escape(p.result)}"
         )
 
-    def _on_completion_checked(self, p: dict[str, Any]) -> None:
-        what = "output type" if p["check"] == "output_type" else "completion check"
-        if p["passed"]:
+    def _completion_checked(self, p: CompletionChecked) -> None:
+        what = "output type" if p.check == "output_type" else "completion check"
+        if p.passed:
             self._print(f"  [green]✓ {what} passed[/]")
             return
-        found = p.get("error") or "; ".join(p.get("errors") or ()) or p.get("feedback") or ""
-        self._print(f"  [red]✗ {what} failed[/] {escape(str(found))}")
+        found = p.error or "; ".join(p.errors or ()) or p.feedback or ""
+        self._print(f"  [red]✗ {what} failed[/] {escape(found)}")
 
-    def _on_context_compacted(self, p: dict[str, Any]) -> None:
+    def _context_compacted(self, p: ContextCompacted) -> None:
         self._print(
-            f"[dim]  context {p['tier']}: {p['tokens_before']} → {p['tokens_after']} tokens,"
-            f" {p['messages_removed']} messages not sent[/]"
+            f"[dim]  context {p.tier}: {p.tokens_before} → {p.tokens_after} tokens,"
+            f" {p.messages_removed} messages not sent[/]"
         )
 
-    def _approval_requested(self, run_id: str, p: Mapping[str, Any]) -> None:
-        call = p["call_id"]
+    def _approval_requested(self, run_id: str, p: ApprovalRequested) -> None:
+        call = p.call_id
         self._print(
-            f"  [magenta bold]⏸ approval needed[/] for {escape(p['tool'])} "
-            f"{escape(p['arguments'])}"
-            + (f" [dim]({escape(p['reason'])})[/]" if p.get("reason") else "")
+            f"  [magenta bold]⏸ approval needed[/] for {escape(p.tool)} "
+            f"{escape(p.arguments)}" + (f" [dim]({escape(p.reason)})[/]" if p.reason else "")
         )
         self._print(
             f"    from another terminal: [bold]harness approve {run_id} {call}[/]  or  "
             f'[bold]harness deny {run_id} {call} --reason "..."[/]'
         )
 
-    def _on_approval_decided(self, p: dict[str, Any]) -> None:
-        verdict = "[green]approved[/]" if p["approved"] else "[red]denied[/]"
-        reason = f": {escape(p['reason'])}" if p.get("reason") else ""
-        self._print(f"  {verdict} by {escape(p['by'])}{reason}")
+    def _approval_decided(self, p: ApprovalDecided) -> None:
+        verdict = "[green]approved[/]" if p.approved else "[red]denied[/]"
+        reason = f": {escape(p.reason)}" if p.reason else ""
+        self._print(f"  {verdict} by {escape(p.by)}{reason}")
 
-    def _on_run_finished(self, p: dict[str, Any]) -> None:
-        title = "final answer" if p["complete"] else f"stopped: {p['termination']}"
-        style = _STATUS_STYLE[bool(p["complete"])]
+    def _run_finished(self, p: RunFinished) -> None:
+        title = "final answer" if p.complete else f"stopped: {p.termination}"
+        style = _STATUS_STYLE[p.complete]
         self._print("")
-        self.console.print(Panel(escape(p.get("output") or ""), title=title, border_style=style))
-        usage: Mapping[str, Any] = p.get("usage") or {}
-        self._print(_usage_line(usage))
-
-    def _on_run_failed(self, p: dict[str, Any]) -> None:
-        self._print(f"[red bold]✘ run failed[/] [red]{escape(str(p.get('error')))}[/]")
+        self.console.print(Panel(escape(p.output or ""), title=title, border_style=style))
+        self._print(_usage_line(p.usage))
 
 
-def _usage_line(usage: Mapping[str, Any]) -> str:
+def _usage_line(usage: Usage) -> str:
     return (
-        f"[dim]{usage.get('requests', 0)} model calls · {usage.get('tool_calls', 0)} tool "
-        f"calls · {usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out "
+        f"[dim]{usage.requests} model calls · {usage.tool_calls} tool "
+        f"calls · {usage.input_tokens} in / {usage.output_tokens} out "
         "tokens[/]"
     )
 

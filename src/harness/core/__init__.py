@@ -2,7 +2,14 @@
 
 from harness.core.clock import Clock, SystemClock
 from harness.core.codec import SCHEMA_VERSION
-from harness.core.events import EVENT_TYPES, EventSink, EventType, RunEvent, summarize
+from harness.core.events import (
+    EVENT_TYPES,
+    EventPayload,
+    EventSink,
+    EventType,
+    RunEvent,
+    summarize,
+)
 from harness.core.ids import new_id
 from harness.core.messages import Message, Role, ToolCall, ToolDefinition
 from harness.core.results import RunResult, TerminationReason
@@ -12,6 +19,7 @@ __all__ = [
     "EVENT_TYPES",
     "SCHEMA_VERSION",
     "Clock",
+    "EventPayload",
     "EventSink",
     "EventType",
     "Limits",

@@ -7,23 +7,29 @@ in `_READABLE`, so logs written by older releases keep replaying.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Final, cast
+import types
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, Final, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 import orjson
 
-from harness.core.events import EVENT_TYPES, EventType, RunEvent
+from harness.core.events import EVENT_CLASSES, OMIT_WHEN, PRESENCE_OF, EventPayload, RunEvent
 from harness.core.messages import Message, Role, TokensSource, ToolCall
 from harness.core.results import RunResult, TerminationReason
 from harness.core.usage import Usage
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CodecError",
     "dumps",
     "event_from_dict",
     "event_to_dict",
     "loads",
     "message_from_dict",
     "message_to_dict",
+    "payload_from_dict",
+    "payload_to_dict",
     "result_from_dict",
     "result_to_dict",
     "usage_from_dict",
@@ -33,6 +39,7 @@ __all__ = [
 SCHEMA_VERSION: Final = 1
 _READABLE: Final = frozenset({1})
 _ROLES: Final = frozenset({"system", "user", "assistant", "tool"})
+_T = TypeVar("_T")
 
 
 class CodecError(ValueError):
@@ -96,23 +103,126 @@ def event_to_dict(event: RunEvent) -> dict[str, Any]:
         "seq": event.seq,
         "ts": event.ts,
         "type": event.type,
-        "payload": dict(event.payload),
+        "payload": payload_to_dict(event.payload),
     }
 
 
 def event_from_dict(data: dict[str, Any]) -> RunEvent:
-    """Decode an event envelope written by `event_to_dict` (any readable version)."""
+    """Decode an event envelope written by `event_to_dict` (any readable version).
+
+    Raises:
+        CodecError: An unknown event type, or a payload that does not fit its class.
+    """
     _check_version(data)
     kind = data.get("type")
-    if kind not in EVENT_TYPES:
-        raise CodecError(f"unknown event type {kind!r}")
+    where = f"event {kind!r} (run {data.get('run_id')}, seq {data.get('seq')})"
     return RunEvent(
         run_id=str(data["run_id"]),
         seq=int(data["seq"]),
         ts=float(data["ts"]),
-        type=cast(EventType, kind),
-        payload=dict(data.get("payload") or {}),
+        payload=payload_from_dict(kind, data.get("payload", {}), where=where),
     )
+
+
+def payload_to_dict(payload: EventPayload) -> dict[str, Any]:
+    """The JSON payload of an event: its fields in order, less those its class leaves out."""
+    return _fields_to_dict(payload)
+
+
+def payload_from_dict(kind: Any, data: Any, *, where: str | None = None) -> EventPayload:
+    """Decode the payload of an event of type `kind`.
+
+    A key the class may leave out decodes to its default when absent.
+
+    Raises:
+        CodecError: `kind` is not an event type, a required key is missing, a key is
+            unknown, or a value has the wrong type.
+    """
+    cls = EVENT_CLASSES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        known = ", ".join(sorted(EVENT_CLASSES))
+        raise CodecError(f"unknown event type {kind!r} (known: {known})")
+    return _decode_fields(cls, data, where or f"event {kind!r}")
+
+
+def _fields_to_dict(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        if PRESENCE_OF in f.metadata:
+            continue
+        value = getattr(obj, f.name)
+        omit = f.metadata.get(OMIT_WHEN)
+        if omit is None or not omit(obj, value):
+            out[f.name] = _to_json(value)
+    return out
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, Usage):
+        return usage_to_dict(value)
+    if isinstance(value, tuple):
+        return [_to_json(item) for item in cast(tuple[Any, ...], value)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _fields_to_dict(value)
+    if isinstance(value, Mapping):
+        return dict(cast(Mapping[str, Any], value))
+    return value
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def _decode_fields(cls: type[_T], data: Any, where: str) -> _T:
+    if not isinstance(data, dict):
+        raise CodecError(f"{where}: expected a JSON object, got {_kind(data)}")
+    data = cast(dict[str, Any], data)
+    hints, names = _hints(cls), set[str]()
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cast(Any, cls)):
+        names.add(f.name)
+        if (key := f.metadata.get(PRESENCE_OF)) is not None:
+            values[f.name] = key in data
+        elif f.name in data:
+            values[f.name] = _decode(hints[f.name], data[f.name], f"{where}: {f.name!r}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise CodecError(f"{where}: the required key {f.name!r} is missing")
+    if unknown := sorted(set(data) - names):
+        raise CodecError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}")
+    return cls(**values)
+
+
+def _decode(hint: Any, value: Any, where: str) -> Any:
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = (a for a in args if a is not type(None))
+        return _decode(inner, value, where)
+    if hint is Usage:
+        return usage_from_dict(_expect(dict, value, where))
+    if origin is tuple:
+        return tuple(_decode(args[0], item, where) for item in _expect(list, value, where))
+    if origin is Mapping:
+        return _expect(dict, value, where)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _decode_fields(hint, value, where)
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return value  # kept as written, so that it encodes the same again
+    return _expect(cast(type, hint), value, where)
+
+
+def _expect(kind: type, value: Any, where: str) -> Any:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise CodecError(f"{where}: expected {kind.__name__}, got {_kind(value)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def usage_to_dict(usage: Usage) -> dict[str, Any]:

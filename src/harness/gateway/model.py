@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from harness.core.events import ModelFallback, ModelRetry
 from harness.core.messages import Message, ToolDefinition
 from harness.core.usage import Usage
 
@@ -69,12 +70,12 @@ class ModelSettings:
     """Ask for an answer constrained to a JSON Schema, where the provider supports it."""
 
 
-GatewayNotice = Literal["model_retry", "model_fallback"]
+GatewayNotice = ModelRetry | ModelFallback
 """What a model wrapper tells the loop about: a retry, or a move to the next model."""
 
-ModelObserver = Callable[[GatewayNotice, Mapping[str, Any]], None]
-"""Receives the gateway's notices with a JSON-compatible payload (request id, status, delay);
-the loop turns them into run events of the same name."""
+ModelObserver = Callable[[GatewayNotice], None]
+"""Receives the gateway's notices (request id, status, delay); the loop adds the step and
+reports them as run events."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

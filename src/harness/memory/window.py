@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.core.codec import usage_to_dict
+from harness.core.events import ContextCompacted
 from harness.core.messages import Message, ToolDefinition
 from harness.core.usage import Usage
 from harness.errors import ConfigError
@@ -170,14 +170,14 @@ class ContextState:
         )
 
     @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> ContextState:
-        """The state after a compaction, from its `context_compacted` payload.
+    def from_event(cls, event: ContextCompacted) -> ContextState:
+        """The state after a compaction, from its `context_compacted` event.
 
-        The payload's `state` leaves out a summary that the compaction itself wrote (it is
-        the payload's `summary`), so that the event carries it once.
+        The event's `state` leaves out a summary that the compaction itself wrote (it is
+        the event's `summary`), so that the event carries it once.
         """
-        state = dict(payload.get("state") or {})
-        state.setdefault("summary", payload.get("summary"))
+        state = dict(event.state or {})
+        state.setdefault("summary", event.summary)
         return cls.from_dict(state)
 
 
@@ -204,27 +204,28 @@ class Compaction:
     state: ContextState = field(default_factory=ContextState)
     """The state after this compaction."""
 
-    def payload(self) -> dict[str, Any]:
-        """The `context_compacted` event payload: JSON-compatible.
+    def event(self, step: int) -> ContextCompacted:
+        """The `context_compacted` event of this compaction, at `step`.
 
         `summary` is the summary this compaction wrote, if any; `state` is the state after
-        it (`ContextState.from_payload` reads it back), holding a summary only when an
+        it (`ContextState.from_event` reads it back), holding a summary only when an
         earlier compaction wrote it, so that the event carries each summary once.
         """
         state = self.state.to_dict()
         if self.summary is not None and state["summary"] == self.summary:
             del state["summary"]
-        return {
-            "tier": self.tier,
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "messages_removed": self.messages_removed,
-            "messages_cut": self.messages_cut,
-            "summary": self.summary,
-            "fallback": self.fallback,
-            "usage": usage_to_dict(self.usage),
-            "state": state,
-        }
+        return ContextCompacted(
+            step=step,
+            tier=self.tier,
+            tokens_before=self.tokens_before,
+            tokens_after=self.tokens_after,
+            messages_removed=self.messages_removed,
+            messages_cut=self.messages_cut,
+            summary=self.summary,
+            fallback=self.fallback,
+            usage=self.usage,
+            state=state,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

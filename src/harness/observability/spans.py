@@ -23,9 +23,35 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
-from harness.core.events import RunEvent
+from harness.core.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    CompletionChecked,
+    ContextCompacted,
+    EventPayload,
+    HintInjected,
+    ModelCalled,
+    ModelFallback,
+    ModelResponded,
+    ModelRetry,
+    PlanCreated,
+    PlanUpdated,
+    RunCancelled,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunPaused,
+    RunRecovered,
+    RunResumed,
+    RunStarted,
+    RunSubmitted,
+    StepStarted,
+    ToolCompleted,
+    ToolStarted,
+)
+from harness.core.usage import Usage
 
 __all__ = ["AttributeValue", "SpanData", "SpanEvent", "SpanStatus", "TraceBuilder", "split_model"]
 
@@ -112,48 +138,28 @@ def split_model(label: str) -> tuple[str, str]:
     return "", label
 
 
-Getter = Callable[..., Any]
-"""Reads one field of an event payload: `get(key)` or `get(key, default)`."""
-
-
-def _reader(payload: Any) -> Getter:
-    """A getter for a payload that is not a dict (a mapping, or a typed event)."""
-
-    def get(key: str, default: Any = None) -> Any:
-        return _get(payload, key, default)
-
-    return get
-
-
-def _get(payload: Any, key: str, default: Any = None) -> Any:
-    """One field of an event payload: a mapping today, a typed event later."""
-    if isinstance(payload, Mapping):
-        return cast(Mapping[str, Any], payload).get(key, default)
-    return getattr(payload, key, default)
-
-
-_USAGE_KEYS: Final = (
-    ("input_tokens", "gen_ai.usage.input_tokens"),
-    ("output_tokens", "gen_ai.usage.output_tokens"),
-    ("cached_tokens", "gen_ai.usage.cache_read.input_tokens"),
-    ("reasoning_tokens", "gen_ai.usage.reasoning.output_tokens"),
-)
-
-
-def _usage(span: _Open, usage: Any, *, zero: bool = True) -> None:
+def _usage(span: _Open, usage: Usage | None, *, zero: bool = True) -> None:
     """Token counts (and cost) of `usage` on `span`; none at all if all are 0 and not `zero`."""
-    if usage is None:
+    if usage is None or not (zero or usage.input_tokens or usage.output_tokens):
         return
-    get: Getter = cast(dict[str, Any], usage).get if isinstance(usage, dict) else _reader(usage)
-    if not zero and not (get("input_tokens") or get("output_tokens")):
-        return
-    for key, attribute in _USAGE_KEYS:
-        value = get(key)
-        if value or key in ("input_tokens", "output_tokens"):
-            span.attributes[attribute] = int(value or 0)
-    cost = get("cost_usd")
-    if cost:
-        span.attributes["harness.usage.cost_usd"] = float(cost)
+    attributes = span.attributes
+    attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+    attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+    if usage.cached_tokens:
+        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
+    if usage.reasoning_tokens:
+        attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
+    if usage.cost_usd:
+        attributes["harness.usage.cost_usd"] = usage.cost_usd
+
+
+def _error_fields(
+    attributes: dict[str, AttributeValue], error: str | None, status: int | None
+) -> None:
+    if error:
+        attributes["error.type"] = error
+    if status is not None:
+        attributes["http.response.status_code"] = status
 
 
 def _messages(role: str, text: str, **extra: Any) -> str:
@@ -195,10 +201,9 @@ class TraceBuilder:
 
     def feed(self, event: RunEvent) -> list[SpanData] | tuple[()]:
         """Take the run's next event; returns the spans it finished (children first)."""
-        handler = _HANDLERS.get(event.type)
+        handler = _HANDLERS.get(type(event.payload))
         if handler is not None:
-            payload = event.payload
-            handler(self, event, payload.get if isinstance(payload, dict) else _reader(payload))
+            handler(self, event, event.payload)
         self._last_ts = event.ts
         if not self._done:
             return ()
@@ -214,31 +219,29 @@ class TraceBuilder:
 
     # ----- the run
 
-    def _submitted(self, event: RunEvent, get: Getter) -> None:
-        run = self._run(event, get("agent") or "agent")
-        parent = get("parent_run_id")
-        if parent:
-            run.attributes["harness.parent_run_id"] = parent
-        self._task_type(run, get)
-        if self.capture_content and get("task"):
-            run.attributes["gen_ai.input.messages"] = _messages("user", get("task"))
+    def _submitted(self, event: RunEvent, p: RunSubmitted) -> None:
+        run = self._run(event, p.agent)
+        if p.parent_run_id:
+            run.attributes["harness.parent_run_id"] = p.parent_run_id
+        if p.task_type:
+            run.attributes["harness.task_type"] = p.task_type
+        if self.capture_content and p.task:
+            run.attributes["gen_ai.input.messages"] = _messages("user", p.task)
 
-    def _started(self, event: RunEvent, get: Getter) -> None:
-        run = self._run(event, get("agent") or "agent")
-        model = get("model")
-        if model:
-            run.attributes["gen_ai.request.model"] = split_model(model)[1]
-        strategy = get("strategy")
-        if strategy:
-            run.attributes["harness.strategy"] = strategy
-        self._task_type(run, get)
+    def _started(self, event: RunEvent, p: RunStarted) -> None:
+        run = self._run(event, p.agent)
+        if p.model:
+            run.attributes["gen_ai.request.model"] = split_model(p.model)[1]
+        if p.strategy:
+            run.attributes["harness.strategy"] = p.strategy
+        if p.task_type:
+            run.attributes["harness.task_type"] = p.task_type
 
     def _run(self, event: RunEvent, agent: str) -> _Open:
         run = self._open.get("run")
         if run is None:
-            run = self._open["run"] = _Open(
-                "run", None, f"invoke_agent {agent}", "internal", event.ts
-            )
+            name = f"invoke_agent {agent}"
+            run = self._open["run"] = _Open("run", None, name, "internal", event.ts)
             run.attributes.update(
                 {
                     "gen_ai.operation.name": "invoke_agent",
@@ -248,51 +251,44 @@ class TraceBuilder:
             )
         return run
 
-    def _task_type(self, run: _Open, get: Getter) -> None:
-        task_type = get("task_type")
-        if task_type:
-            run.attributes["harness.task_type"] = task_type
-
-    def _ended(self, event: RunEvent, get: Getter) -> None:
-        failed = event.type == "run_failed"
-        error_type = (get("error_type") or "error") if failed else None
+    def _ended(self, event: RunEvent, p: RunFinished | RunFailed | RunCancelled) -> None:
+        error_type = message = None
+        if isinstance(p, RunFailed):
+            error_type, message = p.error_type or "error", p.error
         for span_id in reversed([s for s in self._open if s != "run"]):
-            self._end(span_id, event.ts, error=error_type, message=get("error"))
+            self._end(span_id, event.ts, error=error_type, message=message)
         run = self._run(event, "agent")
-        termination = get("termination") or ("cancelled" if event.type == "run_cancelled" else None)
-        if termination:
-            run.attributes["harness.termination"] = termination
-        _usage(run, get("usage"))
-        if self.capture_content and get("output"):
-            run.attributes["gen_ai.output.messages"] = _messages("assistant", get("output"))
-        self._end("run", event.ts, error=error_type, message=get("error"))
+        if isinstance(p, RunCancelled):
+            run.attributes["harness.termination"] = "cancelled"
+        else:
+            run.attributes["harness.termination"] = p.termination
+            _usage(run, p.usage)
+        if self.capture_content and isinstance(p, RunFinished) and p.output:
+            run.attributes["gen_ai.output.messages"] = _messages("assistant", p.output)
+        self._end("run", event.ts, error=error_type, message=message)
         self.ended = True
 
-    def _paused(self, event: RunEvent, get: Getter) -> None:
+    def _paused(self, event: RunEvent, p: RunPaused) -> None:
         self._end_step(event.ts)
         self._pause = self._child(event, "pause", parent="run")
 
-    def _resumed(self, event: RunEvent, get: Getter) -> None:
+    def _resumed(self, event: RunEvent, p: RunResumed) -> None:
         if self._pause is not None:
             self._end(self._pause, event.ts)
             self._pause = None
 
-    def _recovered(self, event: RunEvent, get: Getter) -> None:
+    def _recovered(self, event: RunEvent, p: RunRecovered) -> None:
         for span_id in reversed([s for s in self._open if s != "run"]):
             self._end(span_id, event.ts, error="harness.owner_lost", message=_LOST)
-        attributes = {
-            "harness.previous_owner": str(get("previous_owner") or ""),
-            "harness.owner": str(get("owner") or ""),
-        }
+        attributes = {"harness.previous_owner": p.previous_owner or "", "harness.owner": p.owner}
         self._mark(event, "run", attributes)
 
     # ----- steps, model calls, compactions
 
-    def _step_started(self, event: RunEvent, get: Getter) -> None:
+    def _step_started(self, event: RunEvent, p: StepStarted) -> None:
         self._end_step(event.ts)
-        step = int(get("step") or 0)
-        self._step = self._child(event, f"step {step}", parent="run")
-        self._open[self._step].attributes["harness.step"] = step
+        self._step = self._child(event, f"step {p.step}", parent="run")
+        self._open[self._step].attributes["harness.step"] = p.step
 
     def _end_step(self, ts: float) -> None:
         if self._step is None:
@@ -301,11 +297,10 @@ class TraceBuilder:
             self._end(span_id, ts)
         self._end(self._step, ts)
 
-    def _called(self, event: RunEvent, get: Getter) -> None:
+    def _called(self, event: RunEvent, p: ModelCalled) -> None:
         if self._chat is not None:
             self._end(self._chat, event.ts)
-        label = str(get("model") or "model")
-        source, model = split_model(label)
+        source, model = split_model(p.model or "model")
         provider = self._providers.get(source) or (source if source in _PROVIDERS else "unknown")
         self._chat = self._child(event, f"chat {model}", kind="client")
         attributes = self._open[self._chat].attributes
@@ -313,84 +308,68 @@ class TraceBuilder:
         attributes["gen_ai.provider.name"] = provider
         attributes["gen_ai.request.model"] = model
         attributes["gen_ai.conversation.id"] = self.run_id
-        if get("stream"):
+        if p.stream:
             attributes["gen_ai.request.stream"] = True
-        if get("request_id"):
-            attributes["harness.request.id"] = get("request_id")
+        if p.request_id:
+            attributes["harness.request.id"] = p.request_id
 
-    def _responded(self, event: RunEvent, get: Getter) -> None:
+    def _responded(self, event: RunEvent, p: ModelResponded) -> None:
         if self._chat is None:
             return
         chat = self._open[self._chat]
-        finish = str(get("finish_reason") or "")
-        if finish:
-            chat.attributes["gen_ai.response.finish_reasons"] = (finish,)
-        response_model = get("response_model")
-        if response_model:
-            chat.attributes["gen_ai.response.model"] = response_model
-        _usage(chat, get("usage"))
-        if self.capture_content and get("content"):
+        if p.finish_reason:
+            chat.attributes["gen_ai.response.finish_reasons"] = (p.finish_reason,)
+        if p.response_model:
+            chat.attributes["gen_ai.response.model"] = p.response_model
+        _usage(chat, p.usage)
+        if self.capture_content and p.content:
             chat.attributes["gen_ai.output.messages"] = _messages(
-                "assistant", get("content"), finish_reason=finish
+                "assistant", p.content, finish_reason=p.finish_reason
             )
         self._end(self._chat, event.ts)
-        self._chat = None
 
-    def _retry(self, event: RunEvent, get: Getter) -> None:
+    def _retry(self, event: RunEvent, p: ModelRetry) -> None:
         attributes: dict[str, AttributeValue] = {
-            "harness.attempt": int(get("attempt") or 0),
-            "harness.max_attempts": int(get("max_attempts") or 0),
-            "harness.delay_s": float(get("delay_s") or 0.0),
+            "harness.attempt": p.attempt,
+            "harness.max_attempts": p.max_attempts,
+            "harness.delay_s": p.delay_s,
         }
-        self._error_fields(attributes, get)
+        _error_fields(attributes, p.error, p.status)
         self._mark(event, self._chat or self._step or "run", attributes)
 
-    def _fallback(self, event: RunEvent, get: Getter) -> None:
+    def _fallback(self, event: RunEvent, p: ModelFallback) -> None:
         attributes: dict[str, AttributeValue] = {
-            "harness.fallback.from": split_model(str(get("from_model") or ""))[1],
-            "harness.fallback.to": split_model(str(get("to_model") or ""))[1],
-            "harness.fallback.reason": str(get("reason") or ""),
+            "harness.fallback.from": split_model(p.from_model)[1],
+            "harness.fallback.to": split_model(p.to_model)[1],
+            "harness.fallback.reason": p.reason,
         }
-        self._error_fields(attributes, get)
+        _error_fields(attributes, p.error, p.status)
         self._mark(event, self._chat or self._step or "run", attributes)
 
-    @staticmethod
-    def _error_fields(attributes: dict[str, AttributeValue], get: Getter) -> None:
-        error, status = get("error"), get("status")
-        if error:
-            attributes["error.type"] = str(error)
-        if status is not None:
-            attributes["http.response.status_code"] = int(status)
-
-    def _compacted(self, event: RunEvent, get: Getter) -> None:
-        tier = str(get("tier") or "trim")
-        span_id = self._child(event, f"compact_context {tier}", start=self._last_ts or event.ts)
+    def _compacted(self, event: RunEvent, p: ContextCompacted) -> None:
+        span_id = self._child(event, f"compact_context {p.tier}", start=self._last_ts or event.ts)
         span = self._open[span_id]
         span.attributes.update(
             {
-                "harness.compaction.tier": tier,
-                "harness.compaction.tokens_before": int(get("tokens_before") or 0),
-                "harness.compaction.tokens_after": int(get("tokens_after") or 0),
-                "harness.compaction.messages_removed": int(get("messages_removed") or 0),
+                "harness.compaction.tier": p.tier,
+                "harness.compaction.tokens_before": p.tokens_before,
+                "harness.compaction.tokens_after": p.tokens_after,
+                "harness.compaction.messages_removed": p.messages_removed,
             }
         )
-        if get("fallback"):
-            span.attributes["harness.compaction.fallback"] = str(get("fallback"))
-        _usage(span, get("usage"), zero=False)
+        if p.fallback:
+            span.attributes["harness.compaction.fallback"] = p.fallback
+        _usage(span, p.usage, zero=False)
         self._end(span_id, event.ts)
 
     # ----- tools and approvals
 
-    def _tool_started(self, event: RunEvent, get: Getter) -> None:
-        span_id = self._tool_span(event, get)
-        if self.capture_content and get("arguments"):
-            self._open[span_id].attributes["gen_ai.tool.call.arguments"] = get("arguments")
+    def _tool_started(self, event: RunEvent, p: ToolStarted) -> None:
+        span_id = self._tool_span(event, p.tool, p.call_id)
+        if self.capture_content and p.arguments:
+            self._open[span_id].attributes["gen_ai.tool.call.arguments"] = p.arguments
 
-    def _tool_span(self, event: RunEvent, get: Getter) -> str:
-        tool, call_id = (
-            str(get("tool") or "tool"),
-            str(get("call_id") or ""),
-        )
+    def _tool_span(self, event: RunEvent, tool: str, call_id: str) -> str:
         span_id = self._child(event, f"execute_tool {tool}")
         self._open[span_id].attributes.update(
             {
@@ -403,52 +382,47 @@ class TraceBuilder:
         self._calls[call_id] = span_id
         return span_id
 
-    def _tool_completed(self, event: RunEvent, get: Getter) -> None:
-        span_id = self._calls.pop(str(get("call_id") or ""), None)
+    def _tool_completed(self, event: RunEvent, p: ToolCompleted) -> None:
+        span_id = self._calls.pop(p.call_id, None)
         if span_id is None or span_id not in self._open:
-            span_id = self._tool_span(event, get)
-            self._calls.pop(str(get("call_id") or ""), None)
+            span_id = self._tool_span(event, p.tool, p.call_id)
+            del self._calls[p.call_id]
         span = self._open[span_id]
         # tool_started is written before approvals and before the calls of a step run;
         # the tool itself ran for duration_s up to its completion.
-        span.start = max(span.start, event.ts - float(get("duration_s") or 0.0))
-        status = str(get("status") or "")
-        span.attributes["harness.tool.status"] = status
-        if get("truncated"):
+        span.start = max(span.start, event.ts - p.duration_s)
+        span.attributes["harness.tool.status"] = p.status
+        if p.truncated:
             span.attributes["harness.tool.truncated"] = True
-        ok = bool(get("ok"))
-        if self.capture_content and ok and get("result"):
-            span.attributes["gen_ai.tool.call.result"] = get("result")
-        message = get("result") if self.capture_content else None
-        self._end(span_id, event.ts, error=None if ok else status or "error", message=message)
+        if self.capture_content and p.ok and p.result:
+            span.attributes["gen_ai.tool.call.result"] = p.result
+        message = p.result if self.capture_content else None
+        self._end(span_id, event.ts, error=None if p.ok else p.status or "error", message=message)
 
-    def _approval_requested(self, event: RunEvent, get: Getter) -> None:
-        call_id, tool = str(get("call_id") or ""), str(get("tool") or "tool")
-        parent = self._calls.get(call_id)
-        span_id = self._child(event, f"approval {tool}", parent=parent)
-        self._open[span_id].attributes.update(
-            {"gen_ai.tool.name": tool, "gen_ai.tool.call.id": call_id}
-        )
-        if get("reason"):
-            self._open[span_id].attributes["harness.approval.reason"] = str(get("reason"))
-        self._approvals[call_id] = span_id
+    def _approval_requested(self, event: RunEvent, p: ApprovalRequested) -> None:
+        span_id = self._child(event, f"approval {p.tool}", parent=self._calls.get(p.call_id))
+        attributes = self._open[span_id].attributes
+        attributes.update({"gen_ai.tool.name": p.tool, "gen_ai.tool.call.id": p.call_id})
+        if p.reason:
+            attributes["harness.approval.reason"] = p.reason
+        self._approvals[p.call_id] = span_id
 
-    def _approval_decided(self, event: RunEvent, get: Getter) -> None:
-        span_id = self._approvals.pop(str(get("call_id") or ""), None)
+    def _approval_decided(self, event: RunEvent, p: ApprovalDecided) -> None:
+        span_id = self._approvals.pop(p.call_id, None)
         if span_id is None or span_id not in self._open:
             return
         attributes = self._open[span_id].attributes
-        attributes["harness.approval.approved"] = bool(get("approved"))
-        attributes["harness.approval.by"] = str(get("by") or "")
+        attributes["harness.approval.approved"] = p.approved
+        attributes["harness.approval.by"] = p.by
         self._end(span_id, event.ts)
 
-    def _note(self, event: RunEvent, get: Getter) -> None:
+    def _note(self, event: RunEvent, p: CompletionChecked | HintInjected | PlanCreated) -> None:
         """A moment worth seeing on the step: a completion check, a hint, a plan."""
         attributes: dict[str, AttributeValue] = {}
-        for key in ("check", "passed", "revision"):
-            value = get(key)
-            if isinstance(value, str | bool | int):
-                attributes[f"harness.{key}"] = value
+        if isinstance(p, CompletionChecked):
+            attributes = {"harness.check": p.check, "harness.passed": p.passed}
+        elif isinstance(p, PlanUpdated):
+            attributes = {"harness.revision": p.revision}
         self._mark(event, self._step or "run", attributes)
 
     # ----- shared
@@ -515,31 +489,31 @@ class TraceBuilder:
         )
 
 
-_METHODS: Final = {
-    "run_submitted": "_submitted",
-    "run_started": "_started",
-    "run_finished": "_ended",
-    "run_failed": "_ended",
-    "run_cancelled": "_ended",
-    "run_paused": "_paused",
-    "run_resumed": "_resumed",
-    "run_recovered": "_recovered",
-    "step_started": "_step_started",
-    "model_called": "_called",
-    "model_responded": "_responded",
-    "model_retry": "_retry",
-    "model_fallback": "_fallback",
-    "context_compacted": "_compacted",
-    "tool_started": "_tool_started",
-    "tool_completed": "_tool_completed",
-    "approval_requested": "_approval_requested",
-    "approval_decided": "_approval_decided",
-    "completion_checked": "_note",
-    "hint_injected": "_note",
-    "plan_created": "_note",
-    "plan_updated": "_note",
+_METHODS: Final[dict[type[EventPayload], str]] = {
+    RunSubmitted: "_submitted",
+    RunStarted: "_started",
+    RunFinished: "_ended",
+    RunFailed: "_ended",
+    RunCancelled: "_ended",
+    RunPaused: "_paused",
+    RunResumed: "_resumed",
+    RunRecovered: "_recovered",
+    StepStarted: "_step_started",
+    ModelCalled: "_called",
+    ModelResponded: "_responded",
+    ModelRetry: "_retry",
+    ModelFallback: "_fallback",
+    ContextCompacted: "_compacted",
+    ToolStarted: "_tool_started",
+    ToolCompleted: "_tool_completed",
+    ApprovalRequested: "_approval_requested",
+    ApprovalDecided: "_approval_decided",
+    CompletionChecked: "_note",
+    HintInjected: "_note",
+    PlanCreated: "_note",
+    PlanUpdated: "_note",
 }
-_HANDLERS: Final[dict[str, Callable[[TraceBuilder, RunEvent, Getter], None]]] = {
-    kind: getattr(TraceBuilder, method) for kind, method in _METHODS.items()
+_HANDLERS: Final[dict[type[EventPayload], Callable[[TraceBuilder, RunEvent, Any], None]]] = {
+    cls: getattr(TraceBuilder, method) for cls, method in _METHODS.items()
 }
-"""Each event type that shapes the trace, and the method that reads it."""
+"""Each event class that shapes the trace, and the method that reads it."""

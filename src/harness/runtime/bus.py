@@ -7,10 +7,9 @@ import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 
-from harness.core.events import EventType, RunEvent
+from harness.core.events import EventPayload, RunEvent
 from harness.core.messages import Message
 
 __all__ = ["EventBus", "RunRecorder", "Subscriber", "Subscription"]
@@ -131,10 +130,10 @@ class RunRecorder:
     async def announce(self) -> None:
         """Nothing to commit: events are published as they happen."""
 
-    def emit(self, type: EventType, payload: Mapping[str, Any]) -> None:
+    def emit(self, payload: EventPayload) -> None:
         """Record one event of the run."""
         event = RunEvent(
-            run_id=self.run_id, seq=len(self.events) + 1, ts=time.time(), type=type, payload=payload
+            run_id=self.run_id, seq=len(self.events) + 1, ts=time.time(), payload=payload
         )
         self.events.append(event)
         self._bus.publish(event)

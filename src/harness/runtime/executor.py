@@ -19,7 +19,18 @@ from dataclasses import dataclass, field
 
 from harness.agent.loop import AgentLoop
 from harness.agent.spec import AgentSpec
-from harness.core.events import RunEvent
+from harness.core.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    ContextCompacted,
+    RunCancelled,
+    RunEvent,
+    RunFailed,
+    RunPaused,
+    RunRecovered,
+    RunResumed,
+    RunStarted,
+)
 from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.errors import RunInterrupted, StoreConflict, StoreError
@@ -265,12 +276,9 @@ class RunExecutor:
             _log.exception("run %s could not be executed", record.run_id)
             error = f"{type(exc).__name__}: {exc}"
             event = NewEvent(
-                type="run_failed",
-                payload={
-                    "error": str(exc),
-                    "error_type": type(exc).__name__,
-                    "termination": "error",
-                },
+                payload=RunFailed(
+                    error=str(exc), error_type=type(exc).__name__, termination="error"
+                )
             )
             await self._end(
                 record.run_id, event, "FAILED", RunUpdate(termination="error", error=error)
@@ -339,7 +347,7 @@ class RunExecutor:
                 elapsed_s=left.elapsed_s,
             )
         except RunInterrupted:
-            sink.emit("run_paused", {"at": handle.paused_at})
+            sink.emit(RunPaused(at=handle.paused_at))
             await sink.flush(RunUpdate(state="PAUSED", usage=sink.usage))
             return None
         except asyncio.CancelledError:
@@ -365,12 +373,9 @@ class RunExecutor:
         if record.state == "PENDING":
             return await self._store.transition(record.run_id, ["PENDING"], "RUNNING")
         event = NewEvent(
-            type="run_recovered",
-            payload={
-                "previous_owner": record.previous_owner,
-                "state": record.state,
-                "owner": self._owner,
-            },
+            payload=RunRecovered(
+                previous_owner=record.previous_owner, state=record.state, owner=self._owner
+            )
         )
         return await self._store.append(
             StepWrite(
@@ -401,13 +406,15 @@ class RunExecutor:
         """Where a resumed run left off, from its events."""
         left, segments = _LeftOff(), _Segments()
         for event in await self._store.events(run_id):
-            call_id = str(event.payload.get("call_id", ""))
-            if event.type == "approval_requested":
-                left.not_started.add(call_id)
-            elif event.type == "approval_decided":
-                left.not_started.discard(call_id)
-            elif event.type == "context_compacted" and isinstance(event.payload.get("state"), dict):
-                left.context = ContextState.from_payload(event.payload)
+            match event.payload:
+                case ApprovalRequested(call_id=call_id):
+                    left.not_started.add(call_id)
+                case ApprovalDecided(call_id=call_id):
+                    left.not_started.discard(call_id)
+                case ContextCompacted(state=state) as compacted if state is not None:
+                    left.context = ContextState.from_event(compacted)
+                case _:
+                    pass
             segments.see(event)
         left.elapsed_s = segments.total()
         return left
@@ -431,7 +438,7 @@ class RunExecutor:
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
-        sink.emit("run_cancelled", dict(_cancelled_event(handle).payload))
+        sink.emit(_cancelled_event(handle).payload)
         await sink.flush(
             RunUpdate(
                 state="CANCELLED",
@@ -481,9 +488,9 @@ class _Segments:
 
     def see(self, event: RunEvent) -> None:
         """Take the next event of the run, in order."""
-        if event.type in ("run_started", "run_resumed", "run_recovered"):
+        if isinstance(event.payload, RunStarted | RunResumed | RunRecovered):
             self._close()
-            self._start = event.ts if event.type == "run_started" else None
+            self._start = event.ts if isinstance(event.payload, RunStarted) else None
         self._last = event.ts
 
     def total(self) -> float:
@@ -498,6 +505,4 @@ class _Segments:
 
 
 def _cancelled_event(handle: RunHandle) -> NewEvent:
-    return NewEvent(
-        type="run_cancelled", payload={"by": handle.cancelled_by, "reason": handle.cancel_reason}
-    )
+    return NewEvent(payload=RunCancelled(by=handle.cancelled_by, reason=handle.cancel_reason))

@@ -21,8 +21,17 @@ from types import TracebackType
 from typing import Any
 
 from harness.agent.spec import AgentSpec
-from harness.core.codec import SCHEMA_VERSION, result_from_dict, usage_to_dict
-from harness.core.events import RunEvent
+from harness.core.codec import SCHEMA_VERSION, payload_to_dict, result_from_dict, usage_to_dict
+from harness.core.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    RunCancelled,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunResumed,
+    RunSubmitted,
+)
 from harness.core.ids import new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
@@ -250,8 +259,7 @@ class Harness:
             trace_parent=trace.traceparent,
         )
         submitted = NewEvent(
-            type="run_submitted",
-            payload={"agent": agent.name, "task": task, "parent_run_id": parent_run_id},
+            payload=RunSubmitted(agent=agent.name, task=task, parent_run_id=parent_run_id)
         )
         try:
             created = await self.store.create_run(run, events=[submitted], messages=messages)
@@ -387,12 +395,11 @@ class Harness:
         state = RunState(record.state)
         check_transition(run_id, state, RunState.CANCELLED, verb="cancel")
         if state in (RunState.PENDING, RunState.PAUSED):
-            payload = {"by": by, "reason": reason}
             moved = await self.store.transition(
                 run_id,
                 [state.value],
                 "CANCELLED",
-                events=[NewEvent(type="run_cancelled", payload=payload)],
+                events=[NewEvent(payload=RunCancelled(by=by, reason=reason))],
             )
             if moved is not None:
                 self._publish(moved)
@@ -417,7 +424,7 @@ class Harness:
             return await self._continue(record)
         check_transition(run_id, state, RunState.PENDING, verb="resume")
         moved = await self.store.transition(
-            run_id, ["PAUSED"], "PENDING", events=[NewEvent(type="run_resumed", payload={})]
+            run_id, ["PAUSED"], "PENDING", events=[NewEvent(payload=RunResumed())]
         )
         if moved is None:
             raise RunError(f"cannot resume run {run_id}: it changed state meanwhile")
@@ -455,11 +462,13 @@ class Harness:
         for record in runs:
             asked: dict[str, dict[str, Any]] = {}
             for event in await self.store.events(record.run_id):
-                call_id = str(event.payload.get("call_id"))
-                if event.type == "approval_requested":
-                    asked[call_id] = {"run_id": record.run_id, **dict(event.payload)}
-                elif event.type == "approval_decided":
-                    asked.pop(call_id, None)
+                match event.payload:
+                    case ApprovalRequested(call_id=call_id) as asking:
+                        asked[call_id] = {"run_id": record.run_id, **payload_to_dict(asking)}
+                    case ApprovalDecided(call_id=call_id):
+                        asked.pop(call_id, None)
+                    case _:
+                        pass
             pending += asked.values()
         return pending
 
@@ -536,7 +545,7 @@ class Harness:
             self.bus.publish(event)
 
     def _note_finished(self, event: RunEvent) -> None:
-        if event.type in ("run_finished", "run_failed", "run_cancelled"):
+        if isinstance(event.payload, RunFinished | RunFailed | RunCancelled):
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()

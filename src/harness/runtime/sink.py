@@ -7,8 +7,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.core.codec import usage_from_dict
-from harness.core.events import EventType, RunEvent
+from harness.core.events import (
+    ApprovalDecided,
+    ContextCompacted,
+    EventPayload,
+    ModelDelta,
+    ModelResponded,
+    RunEvent,
+    RunWaiting,
+    ToolCompleted,
+)
 from harness.core.messages import Message
 from harness.core.usage import Usage
 from harness.errors import RunInterrupted
@@ -18,13 +26,13 @@ from harness.tools.audit import AuditRecord
 
 __all__ = ["LIVE_ONLY", "StoreSink"]
 
-LIVE_ONLY = frozenset({"model_delta"})
-"""Event types published to subscribers but not stored (seq 0): the final message holds
-the same text."""
+LIVE_ONLY: tuple[type[EventPayload], ...] = (ModelDelta,)
+"""Events published to subscribers but not stored (seq 0): the final message holds the
+same text."""
 
-_STATE_AFTER: Mapping[str, str] = {
-    "run_waiting": "WAITING_TOOL",
-    "approval_decided": "RUNNING",
+_STATE_AFTER: Mapping[type[EventPayload], str] = {
+    RunWaiting: "WAITING_TOOL",
+    ApprovalDecided: "RUNNING",
 }
 
 
@@ -70,26 +78,27 @@ class StoreSink:
         self._watched = watched
         self._unsaved_reply = False
 
-    def emit(self, type: EventType, payload: Mapping[str, Any]) -> None:
+    def emit(self, payload: EventPayload) -> None:
         """Keep one event for the next commit, or publish a live-only one now."""
         now = time.time()
-        if type in LIVE_ONLY:
-            self._bus.publish(
-                RunEvent(run_id=self.run_id, seq=0, ts=now, type=type, payload=payload)
-            )
+        if isinstance(payload, LIVE_ONLY):
+            self._bus.publish(RunEvent(run_id=self.run_id, seq=0, ts=now, payload=payload))
             return
-        self._events.append(NewEvent(type=type, payload=payload, ts=now))
-        self._state = _STATE_AFTER.get(type, self._state)
-        self._count(type, payload)
+        self._events.append(NewEvent(payload=payload, ts=now))
+        self._state = _STATE_AFTER.get(type(payload), self._state)
+        self._count(payload)
 
-    def _count(self, type: str, payload: Mapping[str, Any]) -> None:
-        if type in ("model_responded", "context_compacted"):  # a summary is a request too
-            self.usage += usage_from_dict(payload.get("usage") or {})
-            self._usage_changed = True
-            self._unsaved_reply = True
-        elif type == "tool_completed" and payload.get("status") != "not_run":
-            self.usage += Usage(tool_calls=1)
-            self._usage_changed = True
+    def _count(self, payload: EventPayload) -> None:
+        match payload:
+            case ModelResponded(usage=usage) | ContextCompacted(usage=usage):
+                self.usage += usage  # a summary is a request too
+                self._usage_changed = True
+                self._unsaved_reply = True
+            case ToolCompleted(status=status) if status != "not_run":
+                self.usage += Usage(tool_calls=1)
+                self._usage_changed = True
+            case _:
+                pass
 
     def record(self, entry: AuditRecord) -> None:
         """Keep one audit record; it commits with the step (the sink is an `AuditLog`)."""

@@ -194,7 +194,6 @@ def _insert(db: Db, d: Dialect, step: StepWrite, before: _Counters, now: float) 
             run_id=run_id,
             seq=before.last_seq + i,
             ts=now if new.ts is None else new.ts,
-            type=new.type,
             payload=new.payload,
         )
         for i, new in enumerate(step.events, start=1)

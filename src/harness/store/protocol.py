@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final, Literal, Protocol
 
-from harness.core.events import EventType, RunEvent
+from harness.core.events import EventPayload, EventType, RunEvent
 from harness.core.messages import Message
 from harness.core.results import TerminationReason
 from harness.core.usage import Usage
@@ -166,12 +166,15 @@ class RunUpdate:
 class NewEvent:
     """An event to append; the store gives it the run's next `seq`."""
 
-    type: EventType
-    """What happened."""
-    payload: Mapping[str, Any] = field(default_factory=_no_payload)
-    """Details, JSON-compatible."""
+    payload: EventPayload
+    """What happened: an instance of the event type's class."""
     ts: float | None = None
     """When it happened; the store's clock when `None`."""
+
+    @property
+    def type(self) -> EventType:
+        """The event type (`payload.type`)."""
+        return self.payload.type
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -9,6 +9,7 @@ import pytest
 
 from harness.agent import AgentLoop, AgentSpec
 from harness.core import Limits, Message
+from harness.core.events import ModelResponded, TextToolCalls, payloads
 from harness.core.messages import ToolCall
 from harness.errors import ConfigError
 from harness.gateway import FunctionModel, ModelRequest, ModelSettings, ScriptedModel
@@ -300,10 +301,10 @@ async def test_an_agent_runs_tools_through_text_calls(stream: bool) -> None:
     assert all(m.role in ("system", "user", "assistant") for m in third)
     assert third[3].content == "<tool_response>\n5\n</tool_response>"
     assert third[4].content == "<tool_call>{oops}</tool_call>"
-    responded = [e.payload for e in recorder.events if e.type == "model_responded"]
-    assert [p["tool_calls_from_text"] for p in responded] == [
-        {"format": "hermes", "calls": 1, "malformed": 0},
-        {"format": "hermes", "calls": 0, "malformed": 1},
+    responded = payloads(recorder.events, ModelResponded)
+    assert [p.tool_calls_from_text for p in responded] == [
+        TextToolCalls(format="hermes", calls=1, malformed=0),
+        TextToolCalls(format="hermes", calls=0, malformed=1),
         None,
     ]
 

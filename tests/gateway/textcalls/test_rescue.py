@@ -14,6 +14,7 @@ import pytest
 from gateway.conftest import collect, final_response
 from harness.agent import AgentLoop, AgentSpec
 from harness.core import Limits, Message
+from harness.core.events import ModelResponded, TextToolCalls, payloads
 from harness.core.messages import MALFORMED_TOOL_CALL
 from harness.gateway.model import Model, ModelRequest, ModelResponse, TextDelta, close_model
 from harness.gateway.profiles import ModelProfile, build_model
@@ -197,9 +198,9 @@ async def test_an_agent_runs_a_tool_the_model_called_in_text(
     await close_model(model)
     assert result.output == "The sum is 5."
     assert [m.content for m in result.messages if m.role == "tool"] == ["5"]
-    responded = [e.payload for e in recorder.events if e.type == "model_responded"]
-    assert [p["tool_calls_from_text"] for p in responded] == [
-        {"format": "hermes", "calls": 1, "malformed": 0},
+    responded = payloads(recorder.events, ModelResponded)
+    assert [p.tool_calls_from_text for p in responded] == [
+        TextToolCalls(format="hermes", calls=1, malformed=0),
         None,
     ]
     second = server.requests[1].body["messages"]

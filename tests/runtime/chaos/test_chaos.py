@@ -15,7 +15,14 @@ from pathlib import Path
 from harness import Harness, Message
 from harness.agent.loop import UNKNOWN_OUTCOME
 from harness.core import RunEvent
-from harness.core.events import summarize
+from harness.core.events import (
+    ModelResponded,
+    RunRecovered,
+    RunSubmitted,
+    ToolCompleted,
+    payloads,
+    summarize,
+)
 from harness.runtime import Settings
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -107,21 +114,24 @@ def from_events(events: list[RunEvent]) -> list[Step]:
     mutating tool that was started but whose result no event records, when the run was
     taken over, must have been answered with the "outcome unknown" message.
     """
-    rebuilt: list[Step] = [("user", summarize(str(events[0].payload["task"])), ())]
+    (submitted,) = payloads(events[:1], RunSubmitted)
+    rebuilt: list[Step] = [("user", summarize(submitted.task), ())]
     open_calls: dict[str, str] = {}
     for event in events:
-        payload = event.payload
-        if event.type == "model_responded":
-            calls = {c["id"]: c["name"] for c in payload["tool_calls"]}
-            rebuilt.append(("assistant", payload["content"], tuple(calls)))
-            open_calls = dict(calls)
-        elif event.type == "tool_completed" and payload["call_id"] in open_calls:
-            del open_calls[payload["call_id"]]
-            rebuilt.append(("tool", payload["result"], (payload["call_id"],)))
-        elif event.type == "run_recovered":
-            for call_id in [c for c, name in open_calls.items() if name == "append_line"]:
+        match event.payload:
+            case ModelResponded(tool_calls=tool_calls, content=content):
+                calls = {c.id: c.name for c in tool_calls}
+                rebuilt.append(("assistant", content, tuple(calls)))
+                open_calls = dict(calls)
+            case ToolCompleted(call_id=call_id, result=result) if call_id in open_calls:
                 del open_calls[call_id]
-                rebuilt.append(("tool", summarize(UNKNOWN_OUTCOME), (call_id,)))
+                rebuilt.append(("tool", result, (call_id,)))
+            case RunRecovered():
+                for call_id in [c for c, name in open_calls.items() if name == "append_line"]:
+                    del open_calls[call_id]
+                    rebuilt.append(("tool", summarize(UNKNOWN_OUTCOME), (call_id,)))
+            case _:
+                pass
     return rebuilt
 
 

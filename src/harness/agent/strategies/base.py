@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from harness.agent.stops import Stop
-from harness.core.events import EventType
+from harness.core.events import EventPayload
 from harness.core.messages import Message, ToolDefinition
 from harness.errors import ConfigError
 from harness.tools.toolset import ToolOutcome
@@ -116,8 +116,8 @@ class RunControl(Protocol):
         """
         ...
 
-    def emit(self, kind: EventType, **payload: Any) -> None:
-        """Report one event of the run (the step is not added: pass it when it matters)."""
+    def emit(self, payload: EventPayload) -> None:
+        """Report one event of the run, e.g. `run.emit(PlanCreated(step=run.steps, ...))`."""
         ...
 
 

@@ -34,6 +34,7 @@ from harness.agent.strategies._plan import (
     step_prompt,
 )
 from harness.agent.strategies.base import Outcome, RunControl
+from harness.core.events import AgentMessage, PlanCreated, PlanUpdated
 from harness.errors import ConfigError
 
 __all__ = ["PlanAndExecute"]
@@ -92,19 +93,20 @@ class PlanAndExecute:
         after = read_progress(run.messages, max_step_turns=self.max_step_turns)
         if after.phase != "ready":
             return None
-        steps = list(after.plan)
+        steps = tuple(after.plan)
         if after.revisions == 0:
-            run.emit("plan_created", step=run.steps, steps=steps, readable=after.readable)
+            run.emit(PlanCreated(step=run.steps, steps=steps, readable=after.readable))
         else:
             run.emit(
-                "plan_updated",
-                step=run.steps,
-                steps=steps,
-                readable=after.readable,
-                revision=after.revisions,
-                failed_step=before.failed_step,
-                reason=before.failure,
-                done=list(after.done),
+                PlanUpdated(
+                    step=run.steps,
+                    steps=steps,
+                    readable=after.readable,
+                    revision=after.revisions,
+                    failed_step=before.failed_step,
+                    reason=before.failure,
+                    done=tuple(after.done),
+                )
             )
         return None
 
@@ -113,7 +115,7 @@ class PlanAndExecute:
         if turn.stop is not None:
             return turn.stop
         if turn.kind == "answer":
-            run.emit("agent_message", step=run.steps, content=turn.text, final=False)
+            run.emit(AgentMessage(step=run.steps, content=turn.text, final=False))
         return None
 
     async def _final_turn(self, run: RunControl) -> Outcome | None:

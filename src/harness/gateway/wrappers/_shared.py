@@ -21,14 +21,14 @@ def with_request_id(request: ModelRequest) -> ModelRequest:
     return dataclasses.replace(request, request_id=new_id("req"))
 
 
-def notify(request: ModelRequest, notice: GatewayNotice, payload: dict[str, Any]) -> None:
+def notify(request: ModelRequest, notice: GatewayNotice) -> None:
     """Tell the request's observer, if it has one."""
     if request.observer is not None:
-        request.observer(notice, {"request_id": request.request_id, **payload})
+        request.observer(notice)
 
 
 def error_fields(error: ModelError | None) -> dict[str, Any]:
-    """The JSON-compatible description of an error for a notice."""
+    """The `status`, `error` and `message` fields of a notice about `error`."""
     if error is None:
         return {"status": None, "error": None, "message": None}
     message = str(error)

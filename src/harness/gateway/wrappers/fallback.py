@@ -6,6 +6,7 @@ import math
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from harness.core.events import ModelFallback
 from harness.errors import ConfigError, ContextOverflowError, ModelError
 from harness.gateway.model import Model, ModelRequest, ModelResponse, StreamEvent, close_model
 from harness.gateway.tokens import estimate_request
@@ -143,18 +144,16 @@ class FallbackModel:
         error: ModelError | None,
         extra: dict[str, Any] | None = None,
     ) -> None:
-        notify(
-            request,
-            "model_fallback",
-            {
-                "from_model": self.models[index].name,
-                "to_model": self.models[index + 1].name,
-                "reason": reason,
-                **error_fields(error),
-                "delay_s": 0.0,
-                **(extra or {}),
-            },
+        notice = ModelFallback(
+            request_id=request.request_id,
+            from_model=self.models[index].name,
+            to_model=self.models[index + 1].name,
+            reason=reason,
+            **error_fields(error),
+            delay_s=0.0,
+            **(extra or {}),
         )
+        notify(request, notice)
 
 
 def estimate_request_tokens(request: ModelRequest) -> int:

@@ -13,6 +13,7 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from harness.core.events import ModelRetry
 from harness.errors import ConfigError, ModelAPIError, ModelError
 from harness.gateway.model import (
     Model,
@@ -147,16 +148,14 @@ class RetryingModel(WrapperModel):
             )
             return None
         delay = self._backoff_s(attempt) if retry_after is None else retry_after
-        notify(
-            request,
-            "model_retry",
-            {
-                "model": self.name,
-                "attempt": attempt,
-                "max_attempts": self.max_retries + 1,
-                **error_fields(error),
-                "delay_s": delay,
-                "retry_after_s": retry_after,
-            },
+        notice = ModelRetry(
+            request_id=request.request_id,
+            model=self.name,
+            attempt=attempt,
+            max_attempts=self.max_retries + 1,
+            **error_fields(error),
+            delay_s=delay,
+            retry_after_s=retry_after,
         )
+        notify(request, notice)
         return delay

@@ -16,7 +16,10 @@ from harness import Agent, Harness
 from harness.runtime import load_settings
 from harness.testing import ScriptedModel
 
-assert not [m for m in sys.modules if m.startswith("opentelemetry")], "import harness"
+def otel():
+    return [m for m, v in sys.modules.items() if m.startswith("opentelemetry") and v is not None]
+
+assert not otel(), "import harness"
 
 async def main():
     async with Harness(load_settings(Path(sys.argv[1]))) as h:
@@ -26,8 +29,7 @@ async def main():
     print(result.run_id)
 
 asyncio.run(main())
-loaded = sorted(m for m in sys.modules if m.startswith("opentelemetry"))
-assert not loaded, loaded
+assert not otel(), otel()
 """
 
 
@@ -95,3 +97,20 @@ def test_the_observability_table_is_validated(tmp_path: Path) -> None:
     (tmp_path / "harness.toml").write_text("[observability]\nsample = 1\n")
     with pytest.raises(ConfigError, match=r"observability.sample"):
         load_settings(tmp_path)
+
+
+def test_tracing_configured_without_the_extra_says_what_to_install(tmp_path: Path) -> None:
+    without_sdk = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None  # as if harness[otel] were not installed\n" + RUN
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", without_sdk, str(tmp_path)],
+        env={**_env(), "OTEL_TRACES_EXPORTER": "otlp"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "pip install 'harness[otel]'" in done.stderr
+    assert "ConfigError" in done.stderr

@@ -4,7 +4,10 @@ Runs ../shared/bench/peers (its methodology, its floors, its peer adapters) with
 adapter, bench/peers_adapters/harness_durable.py, in a scratch copy, in a venv of its own
 that has the peers' frameworks and this project installed:
 
-    python bench/durable.py [--quick] [--reps N]
+    python bench/durable.py [--quick] [--reps N] [--traced]
+
+`--traced` adds bench/peers_adapters/harness_traced.py: the same runs with every span
+exported over OTLP/HTTP (needs `harness[otel]` in that venv) — the cost of tracing.
 
 Prints the peers' markdown table. First use creates bench/.venv-peers (a few minutes).
 """
@@ -30,7 +33,7 @@ def python() -> str:
         subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
         pip = [str(exe), "-m", "pip", "install", "-q"]
         subprocess.check_call([*pip, "-r", str(PEERS / "requirements.txt")])
-        subprocess.check_call([*pip, "-e", str(ROOT)])
+        subprocess.check_call([*pip, "-e", f"{ROOT}[otel]"])
     return str(exe)
 
 
@@ -39,13 +42,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 repetition, 100 runs")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--only", default=ONLY)
+    parser.add_argument("--traced", action="store_true", help="add harness_traced")
     args = parser.parse_args()
     exe = python()
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch) / "peers"
         shutil.copytree(PEERS, copy)
-        shutil.copy(ROOT / "bench" / "peers_adapters" / "harness_durable.py", copy / "adapters")
-        command = [exe, "run.py", "--only", args.only, "--reps", str(args.reps)]
+        for adapter in ("harness_durable.py", "harness_traced.py"):
+            shutil.copy(ROOT / "bench" / "peers_adapters" / adapter, copy / "adapters")
+        only = f"{args.only},harness_traced" if args.traced else args.only
+        command = [exe, "run.py", "--only", only, "--reps", str(args.reps)]
         subprocess.check_call([*command, *(["--quick"] if args.quick else [])], cwd=copy)
 
 

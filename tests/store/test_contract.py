@@ -144,6 +144,18 @@ async def test_a_created_run_reads_back(store: EventStore) -> None:
     assert await store.messages("run_1") == CONVERSATION[:2]
 
 
+async def test_a_runs_trace_parent_is_kept_through_claims_and_updates(store: EventStore) -> None:
+    traceparent = f"00-{'a1' * 16}-{'b2' * 8}-01"
+    await new_run(store, trace_parent=traceparent)
+    await new_run(store, "run_2")
+    claimed = await store.claim("w1", lease_s=30, limit=10)
+    assert {r.run_id: r.trace_parent for r in claimed} == {"run_1": traceparent, "run_2": None}
+    await step(store, "run_1", ev(), update=RunUpdate(state="COMPLETED"))
+    run = await store.get_run("run_1")
+    assert run is not None
+    assert run.trace_parent == traceparent
+
+
 async def test_a_run_id_is_created_once(store: EventStore) -> None:
     await new_run(store)
     with pytest.raises(StoreConflict, match="run_1 already exists"):

@@ -21,6 +21,8 @@ RELEASED = {
     2: "8837d38199159d4e5af502ae4d7cfa2c6e1116078945d4660c75a7fec1a6d184",
     3: "6ddf72ff025374a433a0126be77865bd22c9ed023f4f5b9a09307f538fe03b80",
     4: "07efe5ceb1875d0e4dfbae3410eab96b074b6e6a5f5c48b6dce2c5bcce5fd60e",
+    5: "a508b501c7f8f0ebee0dfe9d8291c9149378ce08db380311375810d574bb6f1d",
+    6: "d7520d86ce73404a78d045605fba4e07f7626ce63dfa183cff3e730418d17d6d",
 }
 """sha256 of each released migration's statements. Add a line for a new migration; never
 edit one: a database that applied the old statements would not be migrated again."""
@@ -61,6 +63,7 @@ async def test_a_store_written_by_schema_1_reads_and_writes_today(tmp_path: Path
         assert (run.created_at, run.started_at, run.finished_at) == (START, START + 1, START + 3)
         assert run.metadata == {"limits": {"max_steps": 5}}
         assert run.result_data is None  # the column came with schema 2
+        assert run.trace_parent is None  # and this one with schema 5
         assert await store.messages("run_v1") == CONVERSATION
         events = await store.events("run_v1")
         assert [(e.seq, e.type) for e in events] == [

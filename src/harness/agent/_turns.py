@@ -359,6 +359,7 @@ class ActiveRun:
                 duration_s=round(self._clock.monotonic() - started, 6),
                 model=response.profile or self._fell_back_to or self._model.name,
                 prices=response.prices,
+                response_model=_answered_by(response, self._model.name),
             )
         )
         return response
@@ -432,3 +433,8 @@ def _from_text(response: ModelResponse) -> TextToolCalls | None:
     return TextToolCalls(
         format=response.tool_calls_from_text, calls=len(calls) - malformed, malformed=malformed
     )
+
+
+def _answered_by(response: ModelResponse, asked: str) -> str | None:
+    """The model the provider says answered, when it says and it is not the one asked for."""
+    return response.model if response.model and response.model != asked else None

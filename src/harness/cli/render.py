@@ -31,6 +31,7 @@ from harness.core.events import (
     ToolStarted,
 )
 from harness.core.usage import Usage
+from harness.observability import SpanData, TracedSpan
 from harness.observability.cost import CostLine, CostReport
 from harness.observability.stats import Stats
 
@@ -42,6 +43,7 @@ __all__ = [
     "print_hint",
     "print_note",
     "print_stats",
+    "print_waterfall",
     "sparkline",
 ]
 
@@ -441,3 +443,80 @@ def _iso_minute(ts: float) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="minutes")
+
+
+_BAR_STYLE = {
+    "invoke_agent": "bold white",
+    "step": "blue",
+    "chat": "cyan",
+    "execute_tool": "green",
+    "approval": "yellow",
+    "compact_context": "magenta",
+    "pause": "dim",
+}
+
+
+def print_waterfall(spans: Sequence[TracedSpan], *, width: int = 40) -> None:
+    """Draw a run's spans as a waterfall: the tree, a bar on the run's time axis, details."""
+    console = Console(highlight=False)
+    if not spans:
+        console.print("no spans: the run has no events")
+        return
+    t0 = min(t.span.start for t in spans)
+    total = max(t.span.end for t in spans) - t0 or 1e-9
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    table.add_column("span", no_wrap=True)
+    table.add_column(f"0 → {_duration(total)}", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column("details")
+    for traced in spans:
+        span = traced.span
+        mark = (
+            "[red]✗[/]" if span.status == "error" else ("[dim]…[/]" if not span.finished else " ")
+        )
+        name = f"{'  ' * traced.depth}{mark} {escape(span.name)}"
+        style = _BAR_STYLE.get(span.name.split(" ")[0], "white")
+        style = "red" if span.status == "error" else style
+        bar = _span_bar(span.start - t0, span.end - span.start, total, width)
+        table.add_row(name, f"[{style}]{bar}[/]", _duration(span.end - span.start), _details(span))
+    console.print(f"[dim]trace {spans[0].trace_id}[/]")
+    console.print(table)
+
+
+def _span_bar(offset: float, length: float, total: float, width: int) -> str:
+    start = min(width - 1, int(offset / total * width))
+    cells = max(1, round(length / total * width))
+    cells = min(cells, width - start)
+    return " " * start + "█" * cells + " " * (width - start - cells)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.2f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def _details(span: SpanData) -> str:
+    """Key attributes of a span, as markup: tokens, tool status, compaction, errors, events."""
+    a = span.attributes
+    parts: list[str] = []
+    if "gen_ai.usage.input_tokens" in a:
+        out = a.get("gen_ai.usage.output_tokens", 0)
+        parts.append(f"{a['gen_ai.usage.input_tokens']} in / {out} out")
+    if "harness.tool.status" in a:
+        parts.append(escape(str(a["harness.tool.status"])))
+    if "harness.compaction.tokens_before" in a:
+        before, after = a["harness.compaction.tokens_before"], a["harness.compaction.tokens_after"]
+        parts.append(f"{before} → {after} tokens")
+    if "harness.approval.approved" in a:
+        verdict = "approved" if a["harness.approval.approved"] else "denied"
+        parts.append(escape(f"{verdict} by {a.get('harness.approval.by')}"))
+    if "harness.termination" in a:
+        parts.append(escape(str(a["harness.termination"])))
+    if span.status == "error" and a.get("error.type") not in (None, a.get("harness.tool.status")):
+        parts.append(f"[red]{escape(str(a['error.type']))}[/]")
+    kinds = [e.name for e in span.events]
+    parts += [f"{kind} ×{kinds.count(kind)}" for kind in dict.fromkeys(kinds)]
+    return " · ".join(parts)

@@ -14,8 +14,9 @@ from harness.cli.app import app, fail
 from harness.core.codec import dumps, event_to_dict, message_to_dict, usage_to_dict
 from harness.core.ids import check_task_type
 from harness.errors import ConfigError, HarnessError
+from harness.observability import TracedSpan, span_to_dict, trace_of
 from harness.observability.serve import MetricsServer, check_host
-from harness.runtime.harness import Harness, already_decided
+from harness.runtime.harness import Harness, already_decided, stored_context
 from harness.runtime.lifecycle import RunState
 from harness.runtime.settings import load_settings
 from harness.store.protocol import RunRecord
@@ -327,3 +328,22 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
 
 def _when(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds") if ts else None
+
+
+@app.command()
+def trace(run_id: RunArg, json_output: JsonOpt = False) -> None:
+    """Draw a run's trace as a waterfall, from the store (no collector needed)."""
+
+    async def read(h: Harness) -> list[TracedSpan]:
+        record = await h.get(run_id)
+        events = await h.store.events(run_id)
+        providers = {name: p.provider for name, p in h.settings.profiles.items()}
+        return trace_of(run_id, events, stored_context(record), providers=providers)
+
+    spans = steer(read)
+    if json_output:
+        typer.echo(json.dumps([span_to_dict(s) for s in spans], indent=2))
+        return
+    from harness.cli.render import print_waterfall
+
+    print_waterfall(spans)

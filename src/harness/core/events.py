@@ -255,6 +255,9 @@ class ModelResponded(EventPayload):
     prices: Prices | None = _optional()
     """The prices the request was charged at; absent when they are unknown (and in older
     logs)."""
+    response_model: str | None = _optional()
+    """The model the provider says answered, when it says so and it is not the model asked
+    for (a fallback's, a dated snapshot of the name asked for); absent otherwise."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

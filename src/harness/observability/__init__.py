@@ -1,7 +1,38 @@
 """Observability: what runs did and cost, from the event bus and the store.
 
-Subscribers of the event bus keep metrics and traces as runs go; readers of the store
-(`cost`, `stats`) answer for every past run from any process. Nothing below the runtime
-imports this package: the runtime and the command line use it. Each module loads its
-third-party library only when imported: importing `harness` loads none.
+Subscribers of the event bus keep metrics (`metrics`) and traces (`live`) as runs go;
+readers of the store (`cost`, `stats`, `stored`) answer for every past run from any
+process. `spans` builds a run's span tree from its events as plain data (for
+`harness trace` and the live exporter alike); `context` makes and reads the trace context
+stored with each run. Nothing below the runtime imports this package. Third-party
+libraries load only when their module is imported: the OpenTelemetry SDK in
+`harness.observability.otel` (tracing on, `harness[otel]`), prometheus_client in
+`harness.observability.metrics` (metrics on); importing `harness` loads neither.
 """
+
+from __future__ import annotations
+
+from harness.observability.config import TraceSettings, capture_content, tracing_enabled
+from harness.observability.context import Sampler, TraceContext, child_span_id
+from harness.observability.live import LiveTraces, SpanExport, StoredRun
+from harness.observability.spans import SpanData, SpanEvent, TraceBuilder, split_model
+from harness.observability.stored import TracedSpan, span_to_dict, trace_of
+
+__all__ = [
+    "LiveTraces",
+    "Sampler",
+    "SpanData",
+    "SpanEvent",
+    "SpanExport",
+    "StoredRun",
+    "TraceBuilder",
+    "TraceContext",
+    "TraceSettings",
+    "TracedSpan",
+    "capture_content",
+    "child_span_id",
+    "span_to_dict",
+    "split_model",
+    "trace_of",
+    "tracing_enabled",
+]

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Any, Self, cast, get_origin
+from typing import Any, Literal, Self, cast, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -14,6 +14,7 @@ from harness.agent.strategies import strategy_names
 from harness.core.usage import Limits
 from harness.gateway.pricing import Prices
 from harness.gateway.profiles import DEFAULT_PROFILE, ModelProfile
+from harness.observability.config import TraceSettings
 from harness.tools.approvals import ApprovalPolicy, ApprovalRule
 from harness.tools.mcp import MCPServerConfig
 from harness.tools.spec import Approval, SideEffects
@@ -238,12 +239,18 @@ class _StoreEntry(BaseModel):
 
 
 class _ObservabilityEntry(BaseModel):
-    """The `[observability]` table: the worker's metrics endpoint."""
+    """The `[observability]` table: traces (content or not), the metrics endpoint."""
 
     model_config = ConfigDict(extra="forbid")
+    traces: Literal["otlp", "console", "none"] | None = None
+    capture_content: bool | None = None
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_host: str = Field(default="127.0.0.1", min_length=1)
     metrics_allow_remote: bool = False
+
+    def settings(self) -> TraceSettings:
+        """The tracing part, as the runtime reads it."""
+        return TraceSettings(traces=self.traces, capture_content=self.capture_content)
 
 
 class FileConfig(BaseModel):

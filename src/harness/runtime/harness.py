@@ -38,6 +38,16 @@ from harness.core.results import RunResult
 from harness.core.usage import Usage
 from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, StoreError
 from harness.memory import TokenCounter
+from harness.observability import (
+    LiveTraces,
+    Sampler,
+    SpanExport,
+    StoredRun,
+    TraceContext,
+    TraceSettings,
+    capture_content,
+    tracing_enabled,
+)
 from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
 from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
@@ -52,7 +62,7 @@ from harness.tools.preflight import check_workspace_tools
 if TYPE_CHECKING:
     from harness.observability.metrics import MetricsSubscriber
 
-__all__ = ["Harness", "already_decided"]
+__all__ = ["Harness", "already_decided", "stored_context"]
 
 
 class Harness:
@@ -82,6 +92,8 @@ class Harness:
         metrics: Keep Prometheus metrics of the runs (`True`, or a `MetricsSubscriber`
             of your own); read them with `await harness.metrics.render()`. Off by
             default: without it prometheus_client is not even imported.
+        traces: Where the spans of runs go; by default, per `[observability]` and the
+            `OTEL_*` variables (`harness.observability.otel`), or nowhere.
     """
 
     def __init__(
@@ -101,6 +113,7 @@ class Harness:
         adopt: bool = True,
         control_poll_s: float = 0.2,
         metrics: bool | MetricsSubscriber = False,
+        traces: SpanExport | None = None,
     ) -> None:
         self.settings = settings or load_settings()
         self.bus = EventBus()
@@ -118,6 +131,8 @@ class Harness:
         self._finished: dict[str, asyncio.Event] = {}
         self.metrics = _metrics(metrics)
         """The run metrics, when kept (`metrics=`); `None` otherwise."""
+        self._trace_export = traces
+        self._traces: LiveTraces | None = None
 
     @property
     def store(self) -> EventStore:
@@ -137,6 +152,7 @@ class Harness:
 
     async def open(self) -> None:
         """Open the store and, unless `execute=False`, start executing runs."""
+        self._traces = self._live_traces()  # a tracing mistake fails before the store opens
         if self._store is None:
             env = os.environ.get("HARNESS_STORE")
             target = self._store_target or env or self.settings.store
@@ -144,6 +160,8 @@ class Harness:
         self.bus.subscribe(self._note_finished)
         if self.metrics is not None:
             self._keep_metrics(self.metrics)
+        if self._traces is not None:
+            self.bus.subscribe(self._traces)
         if self._execute:
             max_concurrent, _, model_limits, lease_s = self._limits
             self._executor = RunExecutor(
@@ -178,11 +196,35 @@ class Harness:
                 record.run_id, agent=record.agent, task_type=record.task_type, model=record.model
             )
 
+    async def _new_trace(self, parent_run_id: str | None) -> TraceContext:
+        """A new run's trace context: under the run it continues, or the caller's span."""
+        parent = await self.store.get_run(parent_run_id) if parent_run_id else None
+        if parent is not None and parent.trace_parent is not None:
+            return TraceContext.new(stored_context(parent))
+        return self._traces.context_for_new_run() if self._traces else TraceContext.new()
+
+    def _live_traces(self) -> LiveTraces | None:
+        """The bus subscriber that exports traces, when tracing is on (see `traces`)."""
+        observability = self.settings.observability
+        export = self._trace_export or _trace_export(observability)
+        if export is None:
+            return None
+        return LiveTraces(
+            export,
+            self._stored_trace,
+            capture_content=capture_content(observability),
+            providers={name: p.provider for name, p in self.settings.profiles.items()},
+            sampler=Sampler.from_env(os.environ),
+        )
+
     async def aclose(self) -> None:
         """Stop executing (leases are released), close models, MCP servers and the store."""
         if self._executor is not None:
             await self._executor.stop()
             self._executor = None
+        if self._traces is not None:
+            await self._traces.aclose()  # what is queued is exported before we return
+            self._traces = None
         await self._resources.aclose()
         if self._store is not None and self._owns_store:
             await self._store.close()
@@ -225,7 +267,7 @@ class Harness:
         counter = TokenCounter()
         messages = [counter.counted(m) for m in messages]
         portable = agent_metadata(agent)
-        metadata = {"agent": portable} if portable else {}
+        metadata: dict[str, Any] = {"agent": portable} if portable else {}
         # A run this process can start now never waits in the queue: it skips the bound,
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
@@ -239,6 +281,9 @@ class Harness:
         self.register(agent)
         run_id = new_id("run")
         self._finished[run_id] = asyncio.Event()
+        trace = await self._new_trace(parent_run_id)
+        if trace.parent_span_id is not None:
+            metadata["trace_caller"] = trace.parent_span_id
         run = NewRun(
             state="RUNNING" if local else "PENDING",
             owner=self.owner if local else None,
@@ -251,6 +296,7 @@ class Harness:
             priority=priority,
             metadata=metadata,
             task_type=task_type,
+            trace_parent=trace.traceparent,
         )
         submitted = NewEvent(
             payload=RunSubmitted(
@@ -263,6 +309,8 @@ class Harness:
             if local and self._executor is not None:
                 self._executor.unreserve(model)
             raise
+        if self._traces is not None:
+            self._traces.begin(run_id, trace)
         self._publish(created)
         if self._executor is not None:
             self._executor.own.add(run_id)
@@ -535,6 +583,13 @@ class Harness:
                 result = dataclasses.replace(result, data=checked.value)
         return result
 
+    async def _stored_trace(self, run_id: str) -> StoredRun | None:
+        """A run's trace context and events, for the traces of a run met mid-way."""
+        record = await self.store.get_run(run_id)
+        if record is None:
+            return None
+        return StoredRun(context=stored_context(record), events=await self.store.events(run_id))
+
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:
             self.bus.publish(event)
@@ -569,6 +624,35 @@ async def _open_store(target: str | None, home: Path) -> EventStore:
         if isinstance(exc, OSError):
             raise StoreError(f"cannot create HARNESS_HOME {home}: {exc.strerror or exc}") from exc
         raise
+
+
+def _trace_export(settings: TraceSettings) -> SpanExport | None:
+    """The OpenTelemetry export when tracing is on; its SDK is not even imported otherwise.
+
+    Raises:
+        ConfigError: Tracing is on but the `otel` extra is not installed.
+    """
+    if not tracing_enabled(settings):
+        return None
+    try:
+        from harness.observability.otel import OtelExport, exporter_from_env
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            "traces are configured ([observability] traces or OTEL_TRACES_EXPORTER) but the "
+            "OpenTelemetry SDK is not installed: pip install 'harness[otel]'"
+        ) from exc
+    kind = settings.traces if settings.traces != "none" else None
+    return OtelExport(exporter_from_env(kind))
+
+
+def stored_context(record: RunRecord) -> TraceContext:
+    """The trace context stored with a run; one derived from its id for older runs."""
+    if record.trace_parent is None:
+        return TraceContext.derived(record.run_id)
+    caller = record.metadata.get("trace_caller")
+    return TraceContext.parse(
+        record.trace_parent, parent_span_id=caller if isinstance(caller, str) else None
+    )
 
 
 def _make_home(home: Path) -> None:

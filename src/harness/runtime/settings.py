@@ -20,6 +20,7 @@ from harness.gateway.profiles import (
     check_profiles,
     resolve_profile,
 )
+from harness.observability.config import TraceSettings
 from harness.tools.approvals import ApprovalPolicy
 
 if TYPE_CHECKING:
@@ -88,6 +89,8 @@ class Settings:
     `HARNESS_HOME/harness.db`."""
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     """`[observability] metrics_*`: the worker's Prometheus endpoint."""
+    observability: TraceSettings = field(default_factory=TraceSettings)
+    """The `[observability]` table: traces and whether they carry message content."""
 
 
 def harness_home() -> Path:
@@ -129,6 +132,7 @@ def load_settings(home: Path | None = None) -> Settings:
                 host=config.observability.metrics_host,
                 allow_remote=config.observability.metrics_allow_remote,
             ),
+            observability=config.observability.settings(),
         )
     env_model, env_store = os.environ.get("HARNESS_MODEL"), os.environ.get("HARNESS_STORE")
     return dataclasses.replace(

@@ -162,6 +162,11 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "CREATE INDEX runs_by_task_type ON runs (task_type, created_at)",
         ),
     ),
+    Migration(
+        version=6,
+        description="runs.trace_parent: the W3C traceparent of the run's span",
+        statements=("ALTER TABLE runs ADD COLUMN trace_parent TEXT",),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

@@ -84,6 +84,7 @@ def create_run(
         "lease_expires_at": lease,
         "last_seq": len(events),
         "last_message": len(messages),
+        "trace_parent": run.trace_parent,
     }
     db.execute(
         f"INSERT INTO runs ({', '.join(row)}) VALUES ({marks(len(row))})", tuple(row.values())

@@ -84,6 +84,9 @@ class NewRun:
     """Lease length in seconds when `owner` is set."""
     task_type: str | None = None
     """A label that groups runs of one kind of task (`refund`), for cost and metrics."""
+    trace_parent: str | None = None
+    """The W3C `traceparent` of the run's span: every process that executes the run puts
+    its spans in that trace."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -137,6 +140,9 @@ class RunRecord:
     previous_owner: str | None = None
     """Set by `claim` only: who held the lease just before this claim (`None` when nobody
     did). A run taken over from a dead process names that process here."""
+    trace_parent: str | None = None
+    """The W3C `traceparent` of the run's span, given at creation; `None` for runs stored
+    before traces existed."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,0 +1,166 @@
+"""Live traces: a subscriber of the event bus that turns committed events into exported spans.
+
+Events reach it after they commit, with the time they happened (`RunEvent.ts`), so spans
+carry the real start and end of what they describe whatever the delay. A run this process
+submitted is known at once (`begin`); any other run (resumed, taken over after its owner
+died, claimed from the queue) is looked up in the store on its first event: its stored
+trace context, and the events before that one, which are fed to the builder without
+exporting what they finish (that was the earlier process's to export). So a run keeps one
+trace, and its run span is exported once, by the process that sees it end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from harness.core.events import RunEvent
+from harness.observability.context import Sampler, TraceContext
+from harness.observability.spans import SpanData, TraceBuilder
+
+__all__ = ["LiveTraces", "SpanExport", "StoredRun"]
+
+_log = logging.getLogger(__name__)
+_ENDS = frozenset({"run_finished", "run_failed", "run_cancelled", "run_paused"})
+
+
+class SpanExport:
+    """Where finished spans go (`harness.observability.otel.OtelExport`); the base drops them."""
+
+    def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
+        """Hand over the finished spans of run `run_id`, whose run span is `context`."""
+
+    def caller(self) -> TraceContext | None:
+        """The span active where a run is submitted, if any: the run joins its trace."""
+        return None
+
+    def shutdown(self) -> None:
+        """Export what is queued, and stop."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredRun:
+    """What the store knows of a run the subscriber meets mid-way."""
+
+    context: TraceContext
+    """Its trace context, as stored when it was submitted."""
+    events: Sequence[RunEvent]
+    """Its events so far."""
+
+
+Lookup = Callable[[str], Awaitable[StoredRun | None]]
+
+
+class _Run:
+    __slots__ = ("builder", "context", "held")
+
+    def __init__(self, builder: TraceBuilder, context: TraceContext | None) -> None:
+        self.builder = builder
+        self.context = context
+        self.held: list[RunEvent] | None = None if context is not None else []
+
+
+class LiveTraces:
+    """Feeds every published event to its run's `TraceBuilder` and exports what ends.
+
+    Args:
+        export: Where finished spans go.
+        lookup: Reads a run's trace context and events from the store.
+        capture_content: Put message content in span attributes.
+        providers: The provider of each model profile, by name (see `TraceBuilder`).
+        sampler: Which new runs are traced; all of them by default.
+        max_runs: Runs followed at once; past it the oldest is forgotten (a run executed
+            elsewhere, that this process only submitted, never ends here).
+    """
+
+    def __init__(
+        self,
+        export: SpanExport,
+        lookup: Lookup,
+        *,
+        capture_content: bool = False,
+        providers: Mapping[str, str] | None = None,
+        sampler: Sampler | None = None,
+        max_runs: int = 10_000,
+    ) -> None:
+        self._sampler = sampler or Sampler()
+        self._providers = providers
+        self.export = export
+        self._lookup = lookup
+        self._capture = capture_content
+        self._max_runs = max_runs
+        self._runs: dict[str, _Run] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def context_for_new_run(self) -> TraceContext:
+        """The trace context of a run about to be submitted: in the caller's trace, if any."""
+        return self._sampler.new_context(self.export.caller())
+
+    def begin(self, run_id: str, context: TraceContext) -> None:
+        """Follow a run submitted here, whose context is known."""
+        self._remember(run_id, _Run(self._builder(run_id), context))
+
+    def __call__(self, event: RunEvent) -> None:
+        """The bus subscriber: one event, in order."""
+        if event.seq == 0:  # live-only text deltas
+            return
+        run = self._runs.get(event.run_id)
+        if run is None:
+            self._learn(event)
+        elif run.held is not None:
+            run.held.append(event)
+        else:
+            self._feed(event.run_id, run, event)
+
+    async def aclose(self) -> None:
+        """Finish pending look-ups, then export what is queued and stop."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.to_thread(self.export.shutdown)
+
+    def _feed(self, run_id: str, run: _Run, event: RunEvent) -> None:
+        if run.context is not None and not run.context.sampled:
+            if event.type in _ENDS:
+                self._runs.pop(run_id, None)
+            return
+        spans = run.builder.feed(event)
+        if spans and run.context is not None and run.context.sampled:
+            self.export.export(run.context, run_id, spans)
+        if run.builder.ended or event.type == "run_paused":
+            self._runs.pop(run_id, None)  # a resumed run is looked up again
+
+    def _learn(self, event: RunEvent) -> None:
+        run = _Run(self._builder(event.run_id), None)
+        run.held = [event]
+        self._remember(event.run_id, run)
+        task = asyncio.get_running_loop().create_task(self._resolve(event.run_id, run))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _resolve(self, run_id: str, run: _Run) -> None:
+        try:
+            stored = await self._lookup(run_id)
+        except Exception:
+            _log.exception("cannot read run %s for its trace", run_id)
+            stored = None
+        if stored is None or run.held is None:
+            self._runs.pop(run_id, None)
+            return
+        held, run.held = run.held, None
+        run.context = stored.context
+        first = held[0].seq
+        for event in stored.events:
+            if event.seq < first:
+                run.builder.feed(event)  # what an earlier process saw, and exported
+        for event in held:
+            self._feed(run_id, run, event)
+
+    def _builder(self, run_id: str) -> TraceBuilder:
+        return TraceBuilder(run_id, capture_content=self._capture, providers=self._providers)
+
+    def _remember(self, run_id: str, run: _Run) -> None:
+        self._runs[run_id] = run
+        if len(self._runs) > self._max_runs:
+            del self._runs[next(iter(self._runs))]

@@ -1,0 +1,187 @@
+"""The one home of the OpenTelemetry SDK: finished spans to `ReadableSpan`s, exported in batches.
+
+Imported only when tracing is on (`pip install 'harness[otel]'`). Spans are not made with
+a tracer: a run's spans are built from its stored events, may be finished by another
+process than the one that started them, and must carry ids fixed in advance (the run
+span's is stored with the run; the others derive from the run id). So each finished
+`SpanData` becomes a `ReadableSpan` with its own ids and times, handed straight to a
+`BatchSpanProcessor` — which exports from its own thread, off the event loop.
+
+The exporter follows the standard variables: `OTEL_TRACES_EXPORTER` (`otlp`, `console`,
+`none`), `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL`
+(`http/protobuf`, the default, or `grpc`), the endpoints, headers and timeouts the OTLP
+exporters read themselves (`OTEL_EXPORTER_OTLP_ENDPOINT`, `…_TRACES_ENDPOINT` …),
+`OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES`, and `OTEL_BSP_*` for batching.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Final
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SpanExporter,
+)
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from harness.errors import ConfigError
+from harness.observability.context import TraceContext, child_span_id
+from harness.observability.live import SpanExport
+from harness.observability.spans import SpanData
+
+__all__ = ["OtelExport", "exporter_from_env"]
+
+_NS: Final = 1_000_000_000
+_KINDS: Final = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
+_SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
+_UNSET: Final = Status(StatusCode.UNSET)
+_STATUS: Final = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.ERROR}
+
+
+def exporter_from_env(kind: str | None = None) -> SpanExporter | None:
+    """The exporter `OTEL_TRACES_EXPORTER` (or `kind`) names; `None` for `none`.
+
+    Raises:
+        ConfigError: An exporter or protocol this build does not know.
+    """
+    name = (kind or os.environ.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip()
+    if name == "none":
+        return None
+    if name == "console":
+        return ConsoleSpanExporter()
+    if name != "otlp":
+        raise ConfigError(
+            f"OTEL_TRACES_EXPORTER={name!r} is not supported: use otlp, console or none"
+        )
+    protocol = (
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    )
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter()
+    if protocol == "http/protobuf":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HTTPSpanExporter,
+        )
+
+        return HTTPSpanExporter()
+    raise ConfigError(
+        f"OTLP protocol {protocol!r} is not supported: use http/protobuf or grpc "
+        "(OTEL_EXPORTER_OTLP_PROTOCOL)"
+    )
+
+
+class OtelExport(SpanExport):
+    """Exports a run's finished spans through an OpenTelemetry span processor.
+
+    Args:
+        exporter: Where spans go; from the `OTEL_*` variables when omitted.
+        processor: The processor to feed; a `BatchSpanProcessor` over `exporter` when
+            omitted (tests may give a `SimpleSpanProcessor`).
+    """
+
+    def __init__(
+        self, exporter: SpanExporter | None = None, *, processor: SpanProcessor | None = None
+    ) -> None:
+        if processor is None:
+            exporter = exporter or exporter_from_env()
+            processor = BatchSpanProcessor(exporter) if exporter is not None else None
+        self._processor = processor
+        named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "harness"}
+        self._resource = _HashedResource(Resource.create(named))
+        self._scope = InstrumentationScope("harness", _version())
+
+    def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
+        """Hand each span to the processor, with its OpenTelemetry ids."""
+        if self._processor is None:
+            return
+        trace_id = int(context.trace_id, 16)
+        for span in spans:
+            self._processor.on_end(self._readable(trace_id, context, run_id, span))
+
+    def caller(self) -> TraceContext | None:
+        """The caller's active span, if it is a valid one."""
+        found = trace.get_current_span().get_span_context()
+        if not found.is_valid:
+            return None
+        return TraceContext(
+            trace_id=format(found.trace_id, "032x"),
+            span_id=format(found.span_id, "016x"),
+            sampled=found.trace_flags.sampled,
+        )
+
+    def shutdown(self) -> None:
+        """Export what is queued and stop the processor."""
+        if self._processor is not None:
+            self._processor.shutdown()
+
+    def _readable(
+        self, trace_id: int, context: TraceContext, run_id: str, span: SpanData
+    ) -> ReadableSpan:
+        own, parent = _ids(context, run_id, span)
+        return ReadableSpan(
+            name=span.name,
+            context=SpanContext(trace_id, own, is_remote=False, trace_flags=_SAMPLED),
+            parent=None
+            if parent is None
+            else SpanContext(
+                trace_id, parent, is_remote=span.parent_id is None, trace_flags=_SAMPLED
+            ),
+            resource=self._resource,
+            attributes=span.attributes,
+            events=[Event(e.name, e.attributes, timestamp=int(e.ts * _NS)) for e in span.events],
+            kind=_KINDS[span.kind],
+            status=_UNSET
+            if span.status == "unset"
+            else Status(_STATUS[span.status], span.status_message),
+            start_time=int(span.start * _NS),
+            end_time=int(span.end * _NS),
+            instrumentation_scope=self._scope,
+        )
+
+
+class _HashedResource(Resource):
+    """A `Resource` that computes its hash once.
+
+    The OTLP encoder hashes the resource of every span, and the SDK's hash serialises
+    every attribute to JSON each time.
+    """
+
+    def __init__(self, resource: Resource) -> None:
+        super().__init__(dict(resource.attributes), resource.schema_url)
+        self._hash = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return super().__eq__(other)
+
+
+def _ids(context: TraceContext, run_id: str, span: SpanData) -> tuple[int, int | None]:
+    """The span's own id and its parent's, as OpenTelemetry integers."""
+    if span.parent_id is None:
+        parent = context.parent_span_id
+        return int(context.span_id, 16), None if parent is None else int(parent, 16)
+    own = int(child_span_id(run_id, span.span_id), 16)
+    if span.parent_id == "run":
+        return own, int(context.span_id, 16)
+    return own, int(child_span_id(run_id, span.parent_id), 16)
+
+
+def _version() -> str:
+    try:
+        return version("harness")
+    except PackageNotFoundError:
+        return "0"

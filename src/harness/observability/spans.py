@@ -1,0 +1,519 @@
+"""A run's events as a tree of spans, built incrementally: plain data, no OpenTelemetry.
+
+One trace per run, named after the OpenTelemetry GenAI semantic conventions::
+
+    invoke_agent {agent}                 the run: run_submitted → run_finished/failed/cancelled
+    ├── step {n}                         step_started → the next step, a pause or the end
+    │   ├── compact_context {tier}       context_compacted (from the step's previous event)
+    │   ├── chat {model}                 model_called → model_responded; model_retry and
+    │   │                                model_fallback are events on it
+    │   └── execute_tool {tool}          tool_started → tool_completed
+    │       └── approval {tool}          approval_requested → approval_decided
+    └── pause                            run_paused → run_resumed
+
+`TraceBuilder.feed` takes the events of one run in order and returns the spans they
+finished. The live exporter (`harness.observability.live`) and `harness trace` feed it
+alike, so the spans a collector receives and the waterfall drawn from the store agree.
+Message content (the task, replies, tool arguments and results) is left out unless
+`capture_content` is set, as the conventions require.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from harness.core.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    CompletionChecked,
+    ContextCompacted,
+    EventPayload,
+    HintInjected,
+    ModelCalled,
+    ModelFallback,
+    ModelResponded,
+    ModelRetry,
+    PlanCreated,
+    PlanUpdated,
+    RunCancelled,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunPaused,
+    RunRecovered,
+    RunResumed,
+    RunStarted,
+    RunSubmitted,
+    StepStarted,
+    ToolCompleted,
+    ToolStarted,
+)
+from harness.core.usage import Usage
+
+__all__ = ["AttributeValue", "SpanData", "SpanEvent", "SpanStatus", "TraceBuilder", "split_model"]
+
+AttributeValue = str | bool | int | float | tuple[str, ...]
+SpanStatus = Literal["unset", "ok", "error"]
+SpanKind = Literal["internal", "client"]
+
+_PROVIDERS: Final = frozenset({"openai", "anthropic"})
+_LOST: Final = "the process executing the run stopped before this ended"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SpanEvent:
+    """Something that happened at one moment inside a span (a retry, a fallback …)."""
+
+    name: str
+    """What happened: the run event's type."""
+    ts: float
+    """When, in seconds since the epoch."""
+    attributes: Mapping[str, AttributeValue] = field(default_factory=lambda: {})
+    """Details."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SpanData:
+    """One finished span of a run's trace."""
+
+    span_id: str
+    """Its id within the run (`run`, or `s{seq}`: the seq of the event that opened it)."""
+    parent_id: str | None
+    """The id of the span it belongs to; `None` for the run span."""
+    name: str
+    """What it is, as the conventions name it (`chat gpt-4.1-mini`, `execute_tool bash` …)."""
+    kind: SpanKind
+    """`client` for a call to a model, `internal` otherwise."""
+    start: float
+    """When it started, in seconds since the epoch."""
+    end: float
+    """When it ended."""
+    attributes: Mapping[str, AttributeValue]
+    """What it did: `gen_ai.*`, `error.type`, `harness.*`."""
+    events: tuple[SpanEvent, ...] = ()
+    """Moments inside it: retries, fallbacks, recoveries, checks."""
+    status: SpanStatus = "unset"
+    """`error` when it failed; `unset` otherwise, as the conventions advise."""
+    status_message: str | None = None
+    """What went wrong, when it failed."""
+    finished: bool = True
+    """`False` for a span cut at the last event of a run that has not ended."""
+
+
+class _Open:
+    """A span still open: mutable until it ends."""
+
+    __slots__ = ("attributes", "events", "kind", "name", "parent_id", "span_id", "start")
+
+    def __init__(
+        self, span_id: str, parent_id: str | None, name: str, kind: SpanKind, start: float
+    ) -> None:
+        self.span_id = span_id
+        self.parent_id = parent_id
+        self.name = name
+        self.kind: SpanKind = kind
+        self.start = start
+        self.attributes: dict[str, AttributeValue] = {}
+        self.events: list[SpanEvent] = []
+
+
+def split_model(label: str) -> tuple[str, str]:
+    """Where a model comes from and its name, as far as its label tells them.
+
+    `openai:gpt-4.1-mini` is (`openai`, `gpt-4.1-mini`); a profile's `fast (qwen3)` is
+    (`fast`, `qwen3`); a fallback chain `fallback:a (m),b (n)` is its first member's;
+    anything else is (`""`, the label).
+    """
+    if label.startswith("fallback:"):
+        label = label.removeprefix("fallback:").split(",")[0]
+    name, paren, inner = label.partition(" (")
+    if paren and inner.endswith(")"):
+        return name, inner[:-1]
+    source, colon, model = label.partition(":")
+    if colon and model:
+        return source, model
+    return "", label
+
+
+def _usage(span: _Open, usage: Usage | None, *, zero: bool = True) -> None:
+    """Token counts (and cost) of `usage` on `span`; none at all if all are 0 and not `zero`."""
+    if usage is None or not (zero or usage.input_tokens or usage.output_tokens):
+        return
+    attributes = span.attributes
+    attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+    attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+    if usage.cached_tokens:
+        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
+    if usage.reasoning_tokens:
+        attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
+    if usage.cost_usd:
+        attributes["harness.usage.cost_usd"] = usage.cost_usd
+
+
+def _error_fields(
+    attributes: dict[str, AttributeValue], error: str | None, status: int | None
+) -> None:
+    if error:
+        attributes["error.type"] = error
+    if status is not None:
+        attributes["http.response.status_code"] = status
+
+
+def _messages(role: str, text: str, **extra: Any) -> str:
+    """A message in the conventions' JSON form (`gen_ai.input/output.messages`)."""
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}], **extra}])
+
+
+class TraceBuilder:
+    """Turns one run's events, fed in order, into finished spans.
+
+    Args:
+        run_id: The run.
+        capture_content: Put message content in attributes (the task, model replies, tool
+            arguments and results). Off by default: it may hold personal data.
+        providers: The provider (`openai`, `anthropic`) of each model profile, by name:
+            `gen_ai.provider.name` of a model named after its profile.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        capture_content: bool = False,
+        providers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.capture_content = capture_content
+        self._providers = providers or {}
+        self._open: dict[str, _Open] = {}
+        self._step: str | None = None
+        self._chat: str | None = None
+        self._pause: str | None = None
+        self._calls: dict[str, str] = {}
+        self._approvals: dict[str, str] = {}
+        self._done: list[SpanData] = []
+        self._last_ts = 0.0
+        self.ended = False
+        """Whether the run span has ended (a terminal event was fed)."""
+
+    def feed(self, event: RunEvent) -> list[SpanData] | tuple[()]:
+        """Take the run's next event; returns the spans it finished (children first)."""
+        handler = _HANDLERS.get(type(event.payload))
+        if handler is not None:
+            handler(self, event, event.payload)
+        self._last_ts = event.ts
+        if not self._done:
+            return ()
+        done, self._done = self._done, []
+        return done
+
+    def close(self) -> list[SpanData]:
+        """End every open span at the last event, marked unfinished (a run still going)."""
+        for span_id in reversed(list(self._open)):
+            self._end(span_id, self._last_ts, finished=False)
+        done, self._done = self._done, []
+        return done
+
+    # ----- the run
+
+    def _submitted(self, event: RunEvent, p: RunSubmitted) -> None:
+        run = self._run(event, p.agent)
+        if p.parent_run_id:
+            run.attributes["harness.parent_run_id"] = p.parent_run_id
+        if p.task_type:
+            run.attributes["harness.task_type"] = p.task_type
+        if self.capture_content and p.task:
+            run.attributes["gen_ai.input.messages"] = _messages("user", p.task)
+
+    def _started(self, event: RunEvent, p: RunStarted) -> None:
+        run = self._run(event, p.agent)
+        if p.model:
+            run.attributes["gen_ai.request.model"] = split_model(p.model)[1]
+        if p.strategy:
+            run.attributes["harness.strategy"] = p.strategy
+        if p.task_type:
+            run.attributes["harness.task_type"] = p.task_type
+
+    def _run(self, event: RunEvent, agent: str) -> _Open:
+        run = self._open.get("run")
+        if run is None:
+            name = f"invoke_agent {agent}"
+            run = self._open["run"] = _Open("run", None, name, "internal", event.ts)
+            run.attributes.update(
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": agent,
+                    "gen_ai.conversation.id": self.run_id,
+                }
+            )
+        return run
+
+    def _ended(self, event: RunEvent, p: RunFinished | RunFailed | RunCancelled) -> None:
+        error_type = message = None
+        if isinstance(p, RunFailed):
+            error_type, message = p.error_type or "error", p.error
+        for span_id in reversed([s for s in self._open if s != "run"]):
+            self._end(span_id, event.ts, error=error_type, message=message)
+        run = self._run(event, "agent")
+        if isinstance(p, RunCancelled):
+            run.attributes["harness.termination"] = "cancelled"
+        else:
+            run.attributes["harness.termination"] = p.termination
+            _usage(run, p.usage)
+        if self.capture_content and isinstance(p, RunFinished) and p.output:
+            run.attributes["gen_ai.output.messages"] = _messages("assistant", p.output)
+        self._end("run", event.ts, error=error_type, message=message)
+        self.ended = True
+
+    def _paused(self, event: RunEvent, p: RunPaused) -> None:
+        self._end_step(event.ts)
+        self._pause = self._child(event, "pause", parent="run")
+
+    def _resumed(self, event: RunEvent, p: RunResumed) -> None:
+        if self._pause is not None:
+            self._end(self._pause, event.ts)
+            self._pause = None
+
+    def _recovered(self, event: RunEvent, p: RunRecovered) -> None:
+        for span_id in reversed([s for s in self._open if s != "run"]):
+            self._end(span_id, event.ts, error="harness.owner_lost", message=_LOST)
+        attributes = {"harness.previous_owner": p.previous_owner or "", "harness.owner": p.owner}
+        self._mark(event, "run", attributes)
+
+    # ----- steps, model calls, compactions
+
+    def _step_started(self, event: RunEvent, p: StepStarted) -> None:
+        self._end_step(event.ts)
+        self._step = self._child(event, f"step {p.step}", parent="run")
+        self._open[self._step].attributes["harness.step"] = p.step
+
+    def _end_step(self, ts: float) -> None:
+        if self._step is None:
+            return
+        for span_id in reversed([s for s, o in self._open.items() if o.parent_id == self._step]):
+            self._end(span_id, ts)
+        self._end(self._step, ts)
+
+    def _called(self, event: RunEvent, p: ModelCalled) -> None:
+        if self._chat is not None:
+            self._end(self._chat, event.ts)
+        source, model = split_model(p.model or "model")
+        provider = self._providers.get(source) or (source if source in _PROVIDERS else "unknown")
+        self._chat = self._child(event, f"chat {model}", kind="client")
+        attributes = self._open[self._chat].attributes
+        attributes["gen_ai.operation.name"] = "chat"
+        attributes["gen_ai.provider.name"] = provider
+        attributes["gen_ai.request.model"] = model
+        attributes["gen_ai.conversation.id"] = self.run_id
+        if p.stream:
+            attributes["gen_ai.request.stream"] = True
+        if p.request_id:
+            attributes["harness.request.id"] = p.request_id
+
+    def _responded(self, event: RunEvent, p: ModelResponded) -> None:
+        if self._chat is None:
+            return
+        chat = self._open[self._chat]
+        if p.finish_reason:
+            chat.attributes["gen_ai.response.finish_reasons"] = (p.finish_reason,)
+        if p.response_model:
+            chat.attributes["gen_ai.response.model"] = p.response_model
+        _usage(chat, p.usage)
+        if self.capture_content and p.content:
+            chat.attributes["gen_ai.output.messages"] = _messages(
+                "assistant", p.content, finish_reason=p.finish_reason
+            )
+        self._end(self._chat, event.ts)
+
+    def _retry(self, event: RunEvent, p: ModelRetry) -> None:
+        attributes: dict[str, AttributeValue] = {
+            "harness.attempt": p.attempt,
+            "harness.max_attempts": p.max_attempts,
+            "harness.delay_s": p.delay_s,
+        }
+        _error_fields(attributes, p.error, p.status)
+        self._mark(event, self._chat or self._step or "run", attributes)
+
+    def _fallback(self, event: RunEvent, p: ModelFallback) -> None:
+        attributes: dict[str, AttributeValue] = {
+            "harness.fallback.from": split_model(p.from_model)[1],
+            "harness.fallback.to": split_model(p.to_model)[1],
+            "harness.fallback.reason": p.reason,
+        }
+        _error_fields(attributes, p.error, p.status)
+        self._mark(event, self._chat or self._step or "run", attributes)
+
+    def _compacted(self, event: RunEvent, p: ContextCompacted) -> None:
+        span_id = self._child(event, f"compact_context {p.tier}", start=self._last_ts or event.ts)
+        span = self._open[span_id]
+        span.attributes.update(
+            {
+                "harness.compaction.tier": p.tier,
+                "harness.compaction.tokens_before": p.tokens_before,
+                "harness.compaction.tokens_after": p.tokens_after,
+                "harness.compaction.messages_removed": p.messages_removed,
+            }
+        )
+        if p.fallback:
+            span.attributes["harness.compaction.fallback"] = p.fallback
+        _usage(span, p.usage, zero=False)
+        self._end(span_id, event.ts)
+
+    # ----- tools and approvals
+
+    def _tool_started(self, event: RunEvent, p: ToolStarted) -> None:
+        span_id = self._tool_span(event, p.tool, p.call_id)
+        if self.capture_content and p.arguments:
+            self._open[span_id].attributes["gen_ai.tool.call.arguments"] = p.arguments
+
+    def _tool_span(self, event: RunEvent, tool: str, call_id: str) -> str:
+        span_id = self._child(event, f"execute_tool {tool}")
+        self._open[span_id].attributes.update(
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool,
+                "gen_ai.tool.call.id": call_id,
+                "gen_ai.tool.type": "function",
+            }
+        )
+        self._calls[call_id] = span_id
+        return span_id
+
+    def _tool_completed(self, event: RunEvent, p: ToolCompleted) -> None:
+        span_id = self._calls.pop(p.call_id, None)
+        if span_id is None or span_id not in self._open:
+            span_id = self._tool_span(event, p.tool, p.call_id)
+            del self._calls[p.call_id]
+        span = self._open[span_id]
+        # tool_started is written before approvals and before the calls of a step run;
+        # the tool itself ran for duration_s up to its completion.
+        span.start = max(span.start, event.ts - p.duration_s)
+        span.attributes["harness.tool.status"] = p.status
+        if p.truncated:
+            span.attributes["harness.tool.truncated"] = True
+        if self.capture_content and p.ok and p.result:
+            span.attributes["gen_ai.tool.call.result"] = p.result
+        message = p.result if self.capture_content else None
+        self._end(span_id, event.ts, error=None if p.ok else p.status or "error", message=message)
+
+    def _approval_requested(self, event: RunEvent, p: ApprovalRequested) -> None:
+        span_id = self._child(event, f"approval {p.tool}", parent=self._calls.get(p.call_id))
+        attributes = self._open[span_id].attributes
+        attributes.update({"gen_ai.tool.name": p.tool, "gen_ai.tool.call.id": p.call_id})
+        if p.reason:
+            attributes["harness.approval.reason"] = p.reason
+        self._approvals[p.call_id] = span_id
+
+    def _approval_decided(self, event: RunEvent, p: ApprovalDecided) -> None:
+        span_id = self._approvals.pop(p.call_id, None)
+        if span_id is None or span_id not in self._open:
+            return
+        attributes = self._open[span_id].attributes
+        attributes["harness.approval.approved"] = p.approved
+        attributes["harness.approval.by"] = p.by
+        self._end(span_id, event.ts)
+
+    def _note(self, event: RunEvent, p: CompletionChecked | HintInjected | PlanCreated) -> None:
+        """A moment worth seeing on the step: a completion check, a hint, a plan."""
+        attributes: dict[str, AttributeValue] = {}
+        if isinstance(p, CompletionChecked):
+            attributes = {"harness.check": p.check, "harness.passed": p.passed}
+        elif isinstance(p, PlanUpdated):
+            attributes = {"harness.revision": p.revision}
+        self._mark(event, self._step or "run", attributes)
+
+    # ----- shared
+
+    def _child(
+        self,
+        event: RunEvent,
+        name: str,
+        *,
+        parent: str | None = None,
+        kind: SpanKind = "internal",
+        start: float | None = None,
+    ) -> str:
+        span_id = f"s{event.seq}" if event.seq not in (0, None) else f"s{len(self._open)}x"
+        if span_id in self._open:
+            span_id = f"{span_id}.{len(self._open)}"
+        if "run" not in self._open:
+            self._run(event, "agent")
+        owner = parent or self._step or "run"
+        self._open[span_id] = _Open(
+            span_id, owner, name, kind, event.ts if start is None else start
+        )
+        return span_id
+
+    def _mark(
+        self, event: RunEvent, span_id: str, attributes: Mapping[str, AttributeValue]
+    ) -> None:
+        span = self._open.get(span_id) or self._open.get("run")
+        if span is not None:
+            span.events.append(SpanEvent(name=event.type, ts=event.ts, attributes=attributes))
+
+    def _end(
+        self,
+        span_id: str,
+        ts: float,
+        *,
+        error: str | None = None,
+        message: str | None = None,
+        finished: bool = True,
+    ) -> None:
+        span = self._open.pop(span_id, None)
+        if span is None:
+            return
+        if span_id == self._step:
+            self._step = None
+        elif span_id == self._chat:
+            self._chat = None
+        if error is not None:
+            span.attributes["error.type"] = error
+        self._done.append(
+            SpanData(
+                span_id=span.span_id,
+                parent_id=span.parent_id,
+                name=span.name,
+                kind=span.kind,
+                start=span.start,
+                end=max(ts, span.start),
+                attributes=span.attributes,
+                events=tuple(span.events),
+                status="error" if error is not None else "unset",
+                status_message=message if error is not None else None,
+                finished=finished,
+            )
+        )
+
+
+_METHODS: Final[dict[type[EventPayload], str]] = {
+    RunSubmitted: "_submitted",
+    RunStarted: "_started",
+    RunFinished: "_ended",
+    RunFailed: "_ended",
+    RunCancelled: "_ended",
+    RunPaused: "_paused",
+    RunResumed: "_resumed",
+    RunRecovered: "_recovered",
+    StepStarted: "_step_started",
+    ModelCalled: "_called",
+    ModelResponded: "_responded",
+    ModelRetry: "_retry",
+    ModelFallback: "_fallback",
+    ContextCompacted: "_compacted",
+    ToolStarted: "_tool_started",
+    ToolCompleted: "_tool_completed",
+    ApprovalRequested: "_approval_requested",
+    ApprovalDecided: "_approval_decided",
+    CompletionChecked: "_note",
+    HintInjected: "_note",
+    PlanCreated: "_note",
+    PlanUpdated: "_note",
+}
+_HANDLERS: Final[dict[type[EventPayload], Callable[[TraceBuilder, RunEvent, Any], None]]] = {
+    cls: getattr(TraceBuilder, method) for cls, method in _METHODS.items()
+}
+"""Each event class that shapes the trace, and the method that reads it."""

@@ -1,0 +1,205 @@
+"""Live traces of a real run, caught by the SDK's in-memory exporter: the exact span tree,
+the GenAI attributes, retries and fallbacks as events, errors, and content left out."""
+
+import json
+from pathlib import Path
+
+import pytest
+from opentelemetry.trace import SpanKind, StatusCode
+
+from harness.core.events import ContextCompacted, ModelCalled, payloads
+from harness.observability import TraceContext
+
+from .conftest import TASK, scripted_run, tree
+
+
+async def test_the_span_tree_of_a_run_with_a_retry_a_fallback_a_tool_error_and_a_compaction(
+    tmp_path: Path,
+) -> None:
+    result, events, spans = await scripted_run(tmp_path)
+    assert result.output == "the plan is safe"
+    assert tree(spans) == [
+        ("chat gpt-main", "step 1"),
+        ("execute_tool boom", "step 1"),
+        ("execute_tool dump", "step 1"),
+        ("step 1", "invoke_agent tracer"),
+        ("compact_context trim", "step 2"),
+        ("chat gpt-main", "step 2"),
+        ("step 2", "invoke_agent tracer"),
+        ("invoke_agent tracer", None),
+    ]
+    assert len({s.context.trace_id for s in spans}) == 1
+    by_name = {s.name: s for s in spans}
+    run = by_name["invoke_agent tracer"]
+    assert run.kind is SpanKind.INTERNAL
+    assert dict(run.attributes or {}) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "tracer",
+        "gen_ai.conversation.id": result.run_id,
+        "gen_ai.request.model": "gpt-main",
+        "harness.strategy": "react",
+        "harness.termination": "final_answer",
+        "gen_ai.usage.input_tokens": 340,
+        "gen_ai.usage.output_tokens": 27,
+    }
+    stored = TraceContext.parse(_trace_parent(events, tmp_path, result.run_id))
+    assert format(run.context.span_id, "016x") == stored.span_id
+    assert format(run.context.trace_id, "032x") == stored.trace_id
+    assert run.start_time == int(events[0].ts * 1e9)
+    assert run.end_time == int(events[-1].ts * 1e9)
+
+
+async def test_chat_spans_carry_the_genai_attributes_and_retries_and_fallbacks_as_events(
+    tmp_path: Path,
+) -> None:
+    result, events, spans = await scripted_run(tmp_path)
+    first, second = [s for s in spans if s.name == "chat gpt-main"]
+    assert first.kind is SpanKind.CLIENT
+    attributes = dict(first.attributes or {})
+    request_id = attributes.pop("harness.request.id")
+    assert attributes == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-main",
+        "gen_ai.conversation.id": result.run_id,
+        "gen_ai.response.finish_reasons": ("tool_calls",),
+        "gen_ai.response.model": "gpt-main",
+        "gen_ai.usage.input_tokens": 300,
+        "gen_ai.usage.output_tokens": 20,
+    }
+    called = payloads(events, ModelCalled)
+    assert request_id == called[0].request_id
+    (retry,) = first.events
+    assert retry.name == "model_retry"
+    assert dict(retry.attributes or {}) == {
+        "harness.attempt": 1,
+        "harness.max_attempts": 2,
+        "harness.delay_s": 0.001,
+        "error.type": "ModelServerError",
+        "http.response.status_code": 500,
+    }
+    assert [e.name for e in second.events] == ["model_retry", "model_fallback"]
+    fallback = dict(second.events[1].attributes or {})
+    assert fallback["harness.fallback.from"] == "gpt-main"
+    assert fallback["harness.fallback.to"] == "gpt-spare"
+    assert fallback["http.response.status_code"] == 500
+    assert dict(second.attributes or {})["gen_ai.usage.input_tokens"] == 40
+    assert dict(second.attributes or {})["gen_ai.response.model"] == "gpt-spare"  # it answered
+    assert second.status.status_code is StatusCode.UNSET
+
+
+async def test_tool_spans_and_the_compaction_span(tmp_path: Path) -> None:
+    _, events, spans = await scripted_run(tmp_path)
+    by_name = {s.name: s for s in spans}
+    failed, ok = by_name["execute_tool boom"], by_name["execute_tool dump"]
+    assert failed.status.status_code is StatusCode.ERROR
+    assert dict(failed.attributes or {}) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "boom",
+        "gen_ai.tool.call.id": "call_0",
+        "gen_ai.tool.type": "function",
+        "harness.tool.status": "tool_error",
+        "error.type": "tool_error",
+    }
+    assert failed.status.description is None  # the tool's message is content: not captured
+    assert ok.status.status_code is StatusCode.UNSET
+    assert dict(ok.attributes or {})["harness.tool.status"] == "ok"
+    compaction = by_name["compact_context trim"]
+    (event,) = [e for e in events if e.type == "context_compacted"]
+    (compacted,) = payloads(events, ContextCompacted)
+    assert dict(compaction.attributes or {}) == {
+        "harness.compaction.tier": "trim",
+        "harness.compaction.tokens_before": compacted.tokens_before,
+        "harness.compaction.tokens_after": compacted.tokens_after,
+        "harness.compaction.messages_removed": compacted.messages_removed,
+    }
+    assert compacted.tokens_before > compacted.tokens_after
+    assert compaction.end_time == int(event.ts * 1e9)
+    for span in spans:
+        assert span.start_time is not None
+        assert span.end_time is not None
+        assert span.start_time <= span.end_time
+
+
+async def test_no_message_content_is_captured_by_default(tmp_path: Path) -> None:
+    _, _, spans = await scripted_run(tmp_path)
+    text = json.dumps([dict(s.attributes or {}) for s in spans], default=str)
+    text += json.dumps([dict(e.attributes or {}) for s in spans for e in s.events], default=str)
+    for secret in (TASK, "the plan is safe", "lorem ipsum", "the vault is locked", "size"):
+        assert secret not in text
+    assert not any(
+        key.startswith(
+            ("gen_ai.input", "gen_ai.output", "gen_ai.tool.call.a", "gen_ai.tool.call.r")
+        )
+        for s in spans
+        for key in (s.attributes or {})
+    )
+
+
+async def test_content_is_captured_when_opted_in(tmp_path: Path) -> None:
+    _, _, spans = await scripted_run(tmp_path, capture=True)
+    by_name = {s.name: dict(s.attributes or {}) for s in spans}
+    run = by_name["invoke_agent tracer"]
+    assert json.loads(str(run["gen_ai.input.messages"])) == [
+        {"role": "user", "parts": [{"type": "text", "content": TASK}]}
+    ]
+    output = json.loads(str(run["gen_ai.output.messages"]))
+    assert output[0]["parts"][0]["content"] == "the plan is safe"
+    assert by_name["execute_tool dump"]["gen_ai.tool.call.arguments"] == '{"size": 3000}'
+    assert str(by_name["execute_tool dump"]["gen_ai.tool.call.result"]).startswith("lorem ipsum")
+    failed = next(s for s in spans if s.name == "execute_tool boom")
+    assert "the vault is locked" in (failed.status.description or "")
+
+
+def _trace_parent(events: object, home: Path, run_id: str) -> str:
+    import sqlite3
+
+    with sqlite3.connect(home / "harness.db") as db:
+        (row,) = db.execute("SELECT trace_parent FROM runs WHERE run_id = ?", (run_id,))
+    return str(row[0])
+
+
+async def test_a_run_submitted_inside_a_span_joins_its_trace(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from harness import Agent, Harness
+    from harness.observability.otel import OtelExport
+    from harness.runtime import Settings
+    from harness.testing import ScriptedModel
+
+    exporter = InMemorySpanExporter()
+    caller = TracerProvider().get_tracer("the-app")
+    export = OtelExport(processor=SimpleSpanProcessor(exporter))
+    async with Harness(Settings(home=tmp_path), traces=export) as h:
+        with caller.start_as_current_span("handle request") as outer:
+            result = await h.run(Agent(name="inner", model=ScriptedModel(["ok"])), "hi")
+        record = await h.get(result.run_id)
+    (run,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent inner"]
+    assert run.context.trace_id == outer.get_span_context().trace_id
+    assert run.parent is not None
+    assert run.parent.span_id == outer.get_span_context().span_id
+    assert record.metadata["trace_caller"] == format(outer.get_span_context().span_id, "016x")
+
+
+async def test_runs_left_out_by_the_sampler_export_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from harness import Agent, Harness
+    from harness.observability.otel import OtelExport
+    from harness.runtime import Settings
+    from harness.testing import ScriptedModel
+
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    exporter = InMemorySpanExporter()
+    export = OtelExport(processor=SimpleSpanProcessor(exporter))
+    async with Harness(Settings(home=tmp_path), traces=export) as h:
+        result = await h.run(Agent(name="unseen", model=ScriptedModel(["ok"])), "hi")
+        record = await h.get(result.run_id)
+    assert exporter.get_finished_spans() == ()
+    assert record.trace_parent is not None
+    assert record.trace_parent.endswith("-00")  # stored: a takeover keeps the decision

@@ -11,8 +11,6 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from scrape import parse, scrape
-
 from harness import Agent, Harness, Limits, Message, ModelRequest, ModelResponse, Usage, tool
 from harness.core.events import ContextCompacted, payloads
 from harness.errors import ModelAPIError, ToolError
@@ -22,6 +20,8 @@ from harness.observability.metrics import CONTENT_TYPE, MetricsSubscriber
 from harness.observability.serve import MetricsServer
 from harness.runtime import Settings
 from harness.testing import FunctionModel, call, reply
+
+from .scrape import parse, scrape
 
 USAGE = Usage(
     input_tokens=100, output_tokens=20, cached_tokens=30, reasoning_tokens=5, requests=1,

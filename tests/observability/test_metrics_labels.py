@@ -6,10 +6,10 @@ to the bus; the subscriber is fed directly and its page parsed.
 
 from typing import Any
 
-from scrape import Page, parse
-
 from harness.core.codec import event_from_dict
 from harness.observability.metrics import MetricsSubscriber
+
+from .scrape import Page, parse
 
 USAGE = {
     "input_tokens": 1000, "output_tokens": 200, "cached_tokens": 600, "reasoning_tokens": 50,

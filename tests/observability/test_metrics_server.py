@@ -9,11 +9,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from scrape import scrape
 
 from harness.errors import ConfigError
 from harness.observability.metrics import CONTENT_TYPE, MetricsSubscriber
 from harness.observability.serve import MetricsServer
+
+from .scrape import scrape
 
 
 async def fixed_page() -> bytes:

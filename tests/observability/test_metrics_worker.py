@@ -10,11 +10,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from scrape import get
 
 from harness import Harness
 from harness.runtime import Settings
 from harness.testing import FakeOpenAIServer, FakeReply
+
+from .scrape import get
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 

@@ -12,9 +12,9 @@ import typer
 
 from harness.cli.app import app, fail
 from harness.core.codec import dumps, event_to_dict, message_to_dict, usage_to_dict
+from harness.core.states import RunState
 from harness.errors import HarnessError
 from harness.runtime.harness import Harness, already_decided
-from harness.runtime.lifecycle import RunState
 from harness.runtime.settings import load_settings
 from harness.store.protocol import RunRecord
 

@@ -50,7 +50,7 @@ def list_runs(
     params: list[object] = []
     if states is not None:
         where.append(f"state IN ({marks(len(states))})" if states else "1 = 0")
-        params.extend(states)
+        params.extend(str(state) for state in states)  # plain text for the driver
     for clause, value in (
         ("agent = ?", agent),
         ("owner = ?", owner),
@@ -72,7 +72,8 @@ def count_runs(db: Db, states: Collection[str]) -> int:
     if not states:
         return 0
     rows = db.query(
-        f"SELECT count(*) FROM runs WHERE state IN ({marks(len(states))})", tuple(states)
+        f"SELECT count(*) FROM runs WHERE state IN ({marks(len(states))})",
+        tuple(str(state) for state in states),
     )
     return int(rows[0][0])
 
@@ -115,7 +116,7 @@ def expired_runs(db: Db, now: float) -> list[RunRecord]:
         "OR (owner IS NULL AND state IN ('RUNNING', 'WAITING_TOOL'))) "
         f"AND state NOT IN ({marks(len(TERMINAL_STATES))}) "
         "ORDER BY lease_expires_at, run_id",
-        (now, *sorted(TERMINAL_STATES)),
+        (now, *sorted(str(state) for state in TERMINAL_STATES)),
     )
     return [run_from_row(row) for row in rows]
 

@@ -56,7 +56,7 @@ class NewRun:
     """Name of the agent that runs it."""
     task: str | None = None
     """The user's task."""
-    state: str = "PENDING"
+    state: str = RunState.PENDING
     """Initial state."""
     parent_run_id: str | None = None
     """The run this one continues, when resumed from a failed or cancelled run."""

@@ -4,7 +4,7 @@ import pytest
 
 from harness.agent import AgentLoop, AgentSpec
 from harness.agent.loop import UNKNOWN_OUTCOME
-from harness.core import Message, ToolCall
+from harness.core import Message, ToolCall, Usage
 from harness.core.events import EventPayload
 from harness.errors import RunInterrupted
 from harness.testing import ScriptedModel, call, reply
@@ -34,12 +34,16 @@ class Journal:
         self.entries: list[str] = []
         self.checkpoints = 0
         self.interrupt_at = interrupt_at
+        self.usage = Usage()
 
     def emit(self, payload: EventPayload) -> None:
         self.entries.append(f"event {payload.type}")
 
     def message(self, message: Message) -> None:
         self.entries.append(f"message {message.role}")
+
+    def report_usage(self, total: Usage) -> None:
+        self.usage = total
 
     async def commit(self) -> None:
         self.entries.append("commit")

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, Harness, Limits
+from harness.core import CLAIMABLE_STATES, RUN_STATES, TERMINAL_STATES, RunState
 from harness.errors import InvalidTransition
 from harness.runtime import Settings
-from harness.runtime.lifecycle import TERMINAL, TRANSITIONS, RunState, check_transition
+from harness.runtime.lifecycle import TRANSITIONS, check_transition
 from harness.testing import FunctionModel, call, reply
 from harness.tools import ApprovalPolicy, ApprovalRequest, tool
 from harness.tools.approvals import ApprovalDecision
@@ -33,7 +34,18 @@ def test_the_table_is_exactly_the_design() -> None:
     table = {(a, b) for a, targets in TRANSITIONS.items() for b in targets}
     assert table == DESIGN
     assert set(TRANSITIONS) == set(RunState)
-    assert frozenset({S.COMPLETED, S.FAILED, S.CANCELLED}) == TERMINAL
+    assert frozenset({S.COMPLETED, S.FAILED, S.CANCELLED}) == TERMINAL_STATES
+    assert {a for a, targets in TRANSITIONS.items() if not targets} == TERMINAL_STATES
+
+
+def test_the_states_are_defined_once_and_the_store_and_runtime_share_them() -> None:
+    from harness import store
+    from harness.runtime import lifecycle
+
+    assert lifecycle.RunState is RunState
+    assert store.RUN_STATES is RUN_STATES == frozenset(RunState)
+    assert store.TERMINAL_STATES is TERMINAL_STATES
+    assert store.CLAIMABLE_STATES is CLAIMABLE_STATES == {S.PENDING, S.RUNNING, S.WAITING_TOOL}
 
 
 def test_the_message_names_the_verb_the_run_and_its_state() -> None:

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 
-from harness.core import Message, RunEvent, ToolCall, Usage
+from harness.core import Message, RunEvent, RunState, ToolCall, Usage
 from harness.core.codec import payload_from_dict
 from harness.core.events import (
     AgentMessage,
@@ -237,8 +237,7 @@ async def test_states_may_be_str_enum_members_and_must_be_known(store: EventStor
     await step(store, "run_1", expect_states={State.RUNNING}, update=RunUpdate(state=State.PAUSED))
     run = await store.get_run("run_1")
     assert run is not None
-    assert type(run.state) is str
-    assert run.state == "PAUSED"
+    assert run.state is RunState.PAUSED  # read back as the one definition of the states
     assert [r.run_id for r in await store.list_runs(state=State.PAUSED)] == ["run_1"]
     assert [r.run_id for r in await store.claim("w1", lease_s=5, states=[State.PAUSED])] == [
         "run_1"

@@ -114,7 +114,7 @@ class ActiveRun:
     ) -> None:
         self.run_id, self._spec, self._model, self._toolset = run_id, spec, model, toolset
         self._sink, self._runner, self._stream, self._clock = sink, runner, stream, clock
-        self._messages, self.usage, self._finish = messages, usage, finish
+        self._messages, self._usage, self._finish = messages, usage, finish
         self.window: WindowManager | None = None
         """Keeps each request within the model's context window; `None` sends the whole
         conversation every time."""
@@ -144,6 +144,19 @@ class ActiveRun:
     def tools(self) -> tuple[ToolDefinition, ...]:
         """The tools the model may call."""
         return self._toolset.definitions()
+
+    @property
+    def usage(self) -> Usage:
+        """What the run consumed so far, a resumed run's earlier usage included.
+
+        Counted here and only here: each model response, each summary request of a
+        compaction and each tool call that ran, reported to the sink as the total grows.
+        """
+        return self._usage
+
+    def _consume(self, usage: Usage) -> None:
+        self._usage += usage
+        self._sink.report_usage(self._usage)
 
     @property
     def steps(self) -> int:
@@ -259,6 +272,8 @@ class ActiveRun:
         pending = tuple(c for c in last.tool_calls if c.id not in answered)
         rerun = tuple(c for c in pending if c.id in not_started or self._runner.repeatable(c))
         ran = await self._runner.run(self._steps, rerun, self._spec.limits)
+        if rerun:
+            self._consume(Usage(tool_calls=len(rerun)))
         outcomes = {o.call.id: o for o in ran}
         for call in pending:
             outcome = outcomes.get(call.id)
@@ -274,7 +289,7 @@ class ActiveRun:
         outcomes = tuple(await self._runner.run(self._steps, runnable, limits)) if runnable else ()
         for outcome in outcomes:
             self.append(outcome.message)
-        self.usage += Usage(tool_calls=len(runnable))
+        self._consume(Usage(tool_calls=len(runnable)))
         limit = f"it may make at most {limits.max_tool_calls} tool calls"
         self._not_run(calls[len(runnable) :], stop.detail if stop else limit)
         verdict = self._failures.record(outcomes)
@@ -342,7 +357,7 @@ class ActiveRun:
         started = self._clock.monotonic()
         response = await (self._streamed(request) if self._stream else self._model.request(request))
         response = _cleaned(response)
-        self.usage += response.usage
+        self._consume(response.usage)
         if self.window is not None:
             self.window.observe(request.messages, request.tools, response.usage)
         else:
@@ -376,7 +391,7 @@ class ActiveRun:
         prepared = await self.window.prepare(self._messages, tools, summarizer=self._model)
         compaction = prepared.compaction
         if compaction is not None:
-            self.usage += compaction.usage
+            self._consume(compaction.usage)
             self.emit(compaction.event(self._steps))
             await self._sink.commit()
         return prepared.messages

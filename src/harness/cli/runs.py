@@ -13,11 +13,11 @@ import typer
 from harness.cli.app import app, fail
 from harness.core.codec import dumps, event_to_dict, message_to_dict, usage_to_dict
 from harness.core.ids import check_task_type
+from harness.core.states import RunState
 from harness.errors import ConfigError, HarnessError
 from harness.observability import TracedSpan, span_to_dict, trace_of
 from harness.observability.serve import MetricsServer, check_host
 from harness.runtime.harness import Harness, already_decided, stored_context
-from harness.runtime.lifecycle import RunState
 from harness.runtime.settings import load_settings
 from harness.store.protocol import RunRecord
 

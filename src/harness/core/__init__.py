@@ -13,11 +13,15 @@ from harness.core.events import (
 from harness.core.ids import new_id
 from harness.core.messages import Message, Role, ToolCall, ToolDefinition
 from harness.core.results import RunResult, TerminationReason
+from harness.core.states import CLAIMABLE_STATES, RUN_STATES, TERMINAL_STATES, RunState
 from harness.core.usage import Limits, Usage
 
 __all__ = [
+    "CLAIMABLE_STATES",
     "EVENT_TYPES",
+    "RUN_STATES",
     "SCHEMA_VERSION",
+    "TERMINAL_STATES",
     "Clock",
     "EventPayload",
     "EventSink",
@@ -27,6 +31,7 @@ __all__ = [
     "Role",
     "RunEvent",
     "RunResult",
+    "RunState",
     "SystemClock",
     "TerminationReason",
     "ToolCall",

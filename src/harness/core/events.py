@@ -681,6 +681,15 @@ class RunSink(EventSink, Protocol):
         """Record one message added to the conversation."""
         ...
 
+    def report_usage(self, total: Usage) -> None:
+        """Record what the run has consumed so far (a resumed run's earlier usage included).
+
+        The agent loop counts the run's usage, in one place, and reports the total each time
+        it grows; the sink keeps the last total (it commits with the run's next step) and
+        never counts usage itself.
+        """
+        ...
+
     async def commit(self) -> None:
         """Commit everything recorded so far, in the middle of a step; never interrupts."""
         ...

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from harness.core.events import EventPayload, RunEvent
 from harness.core.messages import Message
+from harness.core.usage import Usage
 
 __all__ = ["EventBus", "RunRecorder", "Subscriber", "Subscription"]
 
@@ -111,11 +112,17 @@ class RunRecorder:
         self.run_id = run_id
         self.events: list[RunEvent] = []
         self.messages: list[Message] = []
+        self.usage = Usage()
+        """What the run consumed so far, as the loop last reported it."""
         self._bus = bus
 
     def message(self, message: Message) -> None:
         """Keep one message of the run."""
         self.messages.append(message)
+
+    def report_usage(self, total: Usage) -> None:
+        """Keep the run's usage so far."""
+        self.usage = total
 
     async def commit(self) -> None:
         """Nothing to commit: everything is kept in memory as it happens."""

@@ -33,6 +33,7 @@ from harness.core.events import (
 )
 from harness.core.messages import Message
 from harness.core.results import RunResult
+from harness.core.states import RunState
 from harness.errors import RunInterrupted, StoreConflict, StoreError
 from harness.memory import ContextState
 from harness.runtime.bus import EventBus
@@ -141,7 +142,7 @@ class RunExecutor:
         if free <= 0:
             return
         if self._adopt:
-            candidates = await self._store.list_runs(state="PENDING", limit=10 * self._max)
+            candidates = await self._store.list_runs(state=RunState.PENDING, limit=10 * self._max)
             candidates += await self._store.expired_runs()
             wanted = [r.run_id for r in candidates if self._runnable(r)]
         else:  # only our own runs that wait for room: the claim checks their state
@@ -272,7 +273,7 @@ class RunExecutor:
                 await self._end(
                     record.run_id,
                     _cancelled_event(handle),
-                    "CANCELLED",
+                    RunState.CANCELLED,
                     RunUpdate(termination="cancelled", error=handle.cancel_reason),
                 )
             # otherwise shutdown or a lost lease: the store keeps the last committed step
@@ -290,7 +291,7 @@ class RunExecutor:
                 )
             )
             await self._end(
-                record.run_id, event, "FAILED", RunUpdate(termination="error", error=error)
+                record.run_id, event, RunState.FAILED, RunUpdate(termination="error", error=error)
             )
         finally:
             self._handles.pop(record.run_id, None)
@@ -351,37 +352,37 @@ class RunExecutor:
                 run_id,
                 history,
                 not_started=left.not_started,
-                usage=sink.usage,
+                usage=record.usage,
                 context=left.context,
                 elapsed_s=left.elapsed_s,
                 task_type=record.task_type,
             )
         except RunInterrupted:
             sink.emit(RunPaused(at=handle.paused_at))
-            await sink.flush(RunUpdate(state="PAUSED", usage=sink.usage))
+            await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
             return None
         except asyncio.CancelledError:
             if handle.cancelled_by is None:
                 raise
             await self._cancelled(sink, handle)
             return None
-        state = "FAILED" if result.termination == "error" else "COMPLETED"
+        state = RunState.FAILED if result.termination == "error" else RunState.COMPLETED
         await sink.flush(
             RunUpdate(
                 state=state,
                 result=result.output,
-                usage=sink.usage,
+                usage=result.usage,
                 termination=result.termination,
                 error=result.error,
                 result_data=result_data(result, agent),
             )
         )
-        return dataclasses.replace(result, usage=sink.usage)
+        return result
 
     async def _start(self, record: RunRecord) -> list[RunEvent] | None:
         """Move the run to RUNNING; a run taken over from a dead owner says so."""
-        if record.state == "PENDING":
-            return await self._store.transition(record.run_id, ["PENDING"], "RUNNING")
+        if record.state == RunState.PENDING:
+            return await self._store.transition(record.run_id, [RunState.PENDING], RunState.RUNNING)
         event = NewEvent(
             payload=RunRecovered(
                 previous_owner=record.previous_owner, state=record.state, owner=self._owner
@@ -391,8 +392,8 @@ class RunExecutor:
             StepWrite(
                 run_id=record.run_id,
                 events=[event],
-                update=RunUpdate(state="RUNNING"),
-                expect_states=["RUNNING", "WAITING_TOOL"],
+                update=RunUpdate(state=RunState.RUNNING),
+                expect_states=[RunState.RUNNING, RunState.WAITING_TOOL],
                 owner=self._owner,
             )
         )
@@ -439,7 +440,7 @@ class RunExecutor:
             events=[event],
             owner=self._owner,
             update=dataclasses.replace(update, state=state),
-            expect_states=["PENDING", "RUNNING", "WAITING_TOOL"],
+            expect_states=[RunState.PENDING, RunState.RUNNING, RunState.WAITING_TOOL],
         )
         with contextlib.suppress(Exception):  # not ours any more, or the store is down
             self._publish(await self._store.append(step))
@@ -451,7 +452,7 @@ class RunExecutor:
         sink.emit(_cancelled_event(handle).payload)
         await sink.flush(
             RunUpdate(
-                state="CANCELLED",
+                state=RunState.CANCELLED,
                 termination="cancelled",
                 usage=sink.usage,
                 error=handle.cancel_reason,

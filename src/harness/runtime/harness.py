@@ -35,6 +35,7 @@ from harness.core.events import (
 from harness.core.ids import check_task_type, new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
+from harness.core.states import TERMINAL_STATES, RunState
 from harness.core.usage import Usage
 from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, StoreError
 from harness.memory import TokenCounter
@@ -50,7 +51,7 @@ from harness.observability import (
 )
 from harness.runtime.bus import EventBus
 from harness.runtime.executor import RunExecutor
-from harness.runtime.lifecycle import TERMINAL, RunState, check_transition
+from harness.runtime.lifecycle import check_transition
 from harness.runtime.resources import AgentResources, private_directories
 from harness.runtime.runs import agent_metadata
 from harness.runtime.settings import Settings, load_settings
@@ -272,7 +273,7 @@ class Harness:
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
         if not local:
-            pending = await self.store.count_runs("PENDING")
+            pending = await self.store.count_runs(RunState.PENDING)
             if pending >= max_queue:
                 raise RunQueueFull(
                     f"{pending} runs are already waiting (max_queue={max_queue}); "
@@ -285,7 +286,7 @@ class Harness:
         if trace.parent_span_id is not None:
             metadata["trace_caller"] = trace.parent_span_id
         run = NewRun(
-            state="RUNNING" if local else "PENDING",
+            state=RunState.RUNNING if local else RunState.PENDING,
             owner=self.owner if local else None,
             lease_s=lease_s if local else None,
             run_id=run_id,
@@ -381,7 +382,7 @@ class Harness:
                 return result
             while True:
                 record = await self._record(run_id)
-                if RunState(record.state) in TERMINAL:
+                if record.state in TERMINAL_STATES:
                     self._finished.pop(run_id, None)
                     return await self._result(record)
                 finished = self._finished.setdefault(run_id, asyncio.Event())
@@ -429,7 +430,7 @@ class Harness:
                 seq = event.seq
             if not batch:
                 record = await self._record(run_id)
-                if RunState(record.state) in TERMINAL and record.last_seq <= seq:
+                if record.state in TERMINAL_STATES and record.last_seq <= seq:
                     return
                 seen = await self.store.wait_for_notice("events", seen, 0.05)
 
@@ -437,13 +438,13 @@ class Harness:
         """Cancel the run: a model call or tool in flight is interrupted; what was done stays."""
         by = f"user:{getpass.getuser()}"
         record = await self._record(run_id)
-        state = RunState(record.state)
+        state = record.state
         check_transition(run_id, state, RunState.CANCELLED, verb="cancel")
         if state in (RunState.PENDING, RunState.PAUSED):
             moved = await self.store.transition(
                 run_id,
-                [state.value],
-                "CANCELLED",
+                [state],
+                RunState.CANCELLED,
                 events=[NewEvent(payload=RunCancelled(by=by, reason=reason))],
             )
             if moved is not None:
@@ -455,7 +456,7 @@ class Harness:
     async def pause(self, run_id: str) -> None:
         """Pause the run at its next step boundary."""
         record = await self._record(run_id)
-        check_transition(run_id, RunState(record.state), RunState.PAUSED, verb="pause")
+        check_transition(run_id, record.state, RunState.PAUSED, verb="pause")
         await self.store.send_control(run_id, "pause", {"by": f"user:{getpass.getuser()}"})
 
     async def resume(self, run_id: str) -> str:
@@ -465,12 +466,12 @@ class Harness:
             The id of the run that continues: the same, or the new one.
         """
         record = await self._record(run_id)
-        state = RunState(record.state)
+        state = record.state
         if state in (RunState.FAILED, RunState.CANCELLED):
             return await self._continue(record)
         check_transition(run_id, state, RunState.PENDING, verb="resume")
         moved = await self.store.transition(
-            run_id, ["PAUSED"], "PENDING", events=[NewEvent(payload=RunResumed())]
+            run_id, [RunState.PAUSED], RunState.PENDING, events=[NewEvent(payload=RunResumed())]
         )
         if moved is None:
             raise RunError(f"cannot resume run {run_id}: it changed state meanwhile")
@@ -503,7 +504,7 @@ class Harness:
         if run_id is not None:
             runs = [await self._record(run_id)]
         else:
-            runs = await self.store.list_runs(state="WAITING_TOOL", limit=10_000)
+            runs = await self.store.list_runs(state=RunState.WAITING_TOOL, limit=10_000)
         pending: list[dict[str, Any]] = []
         for record in runs:
             asked: dict[str, dict[str, Any]] = {}
@@ -532,7 +533,7 @@ class Harness:
             AlreadyDecided: The call has a decision already, which stands.
         """
         record = await self._record(run_id)
-        if RunState(record.state) in TERMINAL:
+        if record.state in TERMINAL_STATES:
             raise RunError(f"cannot {kind} call {call_id}: run {run_id} is {record.state}")
         decision = Decision(
             run_id=run_id,
@@ -710,7 +711,7 @@ def _new_record(created: list[RunEvent], run: NewRun) -> RunRecord:
     return RunRecord(
         run_id=run.run_id,
         agent=run.agent,
-        state="RUNNING",
+        state=RunState.RUNNING,
         task=run.task,
         parent_run_id=run.parent_run_id,
         model=run.model,

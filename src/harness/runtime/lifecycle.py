@@ -15,25 +15,12 @@ CANCELLED
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Final
 
+from harness.core.states import RunState
 from harness.errors import InvalidTransition
 
-__all__ = ["TERMINAL", "TRANSITIONS", "RunState", "check_transition"]
-
-
-class RunState(StrEnum):
-    """Where a run is in its life."""
-
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    WAITING_TOOL = "WAITING_TOOL"
-    PAUSED = "PAUSED"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-
+__all__ = ["TRANSITIONS", "RunState", "check_transition"]
 
 _S = RunState
 
@@ -47,9 +34,6 @@ TRANSITIONS: Final[dict[RunState, frozenset[RunState]]] = {
     _S.CANCELLED: frozenset(),
 }
 """Every allowed move; any other raises `InvalidTransition`."""
-
-TERMINAL: Final = frozenset({_S.COMPLETED, _S.FAILED, _S.CANCELLED})
-"""States a run never leaves."""
 
 
 def check_transition(run_id: str, current: RunState, target: RunState, *, verb: str) -> None:

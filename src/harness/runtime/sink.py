@@ -15,9 +15,9 @@ from harness.core.events import (
     ModelResponded,
     RunEvent,
     RunWaiting,
-    ToolCompleted,
 )
 from harness.core.messages import Message
+from harness.core.states import RunState
 from harness.core.usage import Usage
 from harness.errors import RunInterrupted
 from harness.runtime.bus import EventBus
@@ -31,8 +31,8 @@ LIVE_ONLY: tuple[type[EventPayload], ...] = (ModelDelta,)
 same text."""
 
 _STATE_AFTER: Mapping[type[EventPayload], str] = {
-    RunWaiting: "WAITING_TOOL",
-    ApprovalDecided: "RUNNING",
+    RunWaiting: RunState.WAITING_TOOL,
+    ApprovalDecided: RunState.RUNNING,
 }
 
 
@@ -50,7 +50,8 @@ class StoreSink:
         run_id: The run.
         owner: The lease holder; a step commits only while the lease is still ours.
         pause_requested: Asked at each checkpoint; when true the run stops there.
-        usage: Called for the run's usage so far at each checkpoint.
+        usage: What the run consumed before (a resumed run); the loop reports the total
+            as it grows (`report_usage`), and it commits with the next step.
         watched: Someone follows the run live (`harness run`): `announce` commits, so they
             see a step start before its model call returns.
     """
@@ -86,19 +87,13 @@ class StoreSink:
             return
         self._events.append(NewEvent(payload=payload, ts=now))
         self._state = _STATE_AFTER.get(type(payload), self._state)
-        self._count(payload)
+        if isinstance(payload, ModelResponded | ContextCompacted):  # a summary is paid for too
+            self._unsaved_reply = True
 
-    def _count(self, payload: EventPayload) -> None:
-        match payload:
-            case ModelResponded(usage=usage) | ContextCompacted(usage=usage):
-                self.usage += usage  # a summary is a request too
-                self._usage_changed = True
-                self._unsaved_reply = True
-            case ToolCompleted(status=status) if status != "not_run":
-                self.usage += Usage(tool_calls=1)
-                self._usage_changed = True
-            case _:
-                pass
+    def report_usage(self, total: Usage) -> None:
+        """Keep the run's usage so far, as the loop counts it; it commits with the next step."""
+        self.usage = total
+        self._usage_changed = True
 
     def record(self, entry: AuditRecord) -> None:
         """Keep one audit record; it commits with the step (the sink is an `AuditLog`)."""

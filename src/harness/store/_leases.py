@@ -37,7 +37,7 @@ def claim(
         f"SELECT run_id, owner FROM runs WHERE state IN ({marks(len(states))}) "
         "AND (owner IS NULL OR owner = ? OR lease_expires_at <= ?)"
     )
-    params: list[object] = [*states, owner, now]
+    params: list[object] = [*(str(state) for state in states), owner, now]
     if run_ids is not None:
         sql += f" AND run_id IN ({marks(len(run_ids))})"
         params.extend(run_ids)

@@ -66,7 +66,7 @@ def list_runs(db: Db, where: RunFilter, *, limit: int | None) -> list[RunRecord]
     params: list[object] = []
     if where.states is not None:
         clauses.append(f"state IN ({marks(len(where.states))})" if where.states else "1 = 0")
-        params.extend(where.states)
+        params.extend(str(state) for state in where.states)  # plain text for the driver
     for clause, value in (
         ("agent = ?", where.agent),
         ("owner = ?", where.owner),
@@ -92,7 +92,8 @@ def count_runs(db: Db, states: Collection[str]) -> int:
     if not states:
         return 0
     rows = db.query(
-        f"SELECT count(*) FROM runs WHERE state IN ({marks(len(states))})", tuple(states)
+        f"SELECT count(*) FROM runs WHERE state IN ({marks(len(states))})",
+        tuple(str(state) for state in states),
     )
     return int(rows[0][0])
 
@@ -190,7 +191,7 @@ def expired_runs(db: Db, now: float) -> list[RunRecord]:
         "OR (owner IS NULL AND state IN ('RUNNING', 'WAITING_TOOL'))) "
         f"AND state NOT IN ({marks(len(TERMINAL_STATES))}) "
         "ORDER BY lease_expires_at, run_id",
-        (now, *sorted(TERMINAL_STATES)),
+        (now, *sorted(str(state) for state in TERMINAL_STATES)),
     )
     return [run_from_row(row) for row in rows]
 

@@ -19,6 +19,7 @@ from harness.core.codec import (
 from harness.core.events import EVENT_TYPES, RunEvent
 from harness.core.messages import Message
 from harness.core.results import TerminationReason
+from harness.core.states import RunState
 from harness.core.usage import Usage
 from harness.errors import ConfigError
 from harness.store._sql import Row
@@ -114,7 +115,7 @@ def run_from_row(row: Row) -> RunRecord:
     return RunRecord(
         run_id=row[0],
         agent=row[1],
-        state=str(row[2]),
+        state=RunState(row[2]),
         task=row[3],
         parent_run_id=row[4],
         model=row[5],

@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.core.events import RunEvent
 from harness.core.messages import Message
+from harness.core.states import RunState
 from harness.core.usage import Usage
 from harness.errors import ConfigError
 from harness.store._notices import notify
@@ -64,7 +65,7 @@ def create_run(
     if db.query("SELECT 1 FROM runs WHERE run_id = ?", (run.run_id,)):
         raise StoreConflict(f"run {run.run_id} already exists")
     lease = now + run.lease_s if run.owner is not None and run.lease_s is not None else None
-    started = now if state == "RUNNING" else None
+    started = now if state == RunState.RUNNING else None
     metadata = _metadata(run.run_id, run.metadata)
     row = {
         "run_id": run.run_id,
@@ -258,7 +259,7 @@ def _update_fields(
         state = check_state(run_id, update.state)
         sets.append("state = ?")
         params.append(state)
-        if state == "RUNNING":
+        if state == RunState.RUNNING:
             sets.append("started_at = COALESCE(started_at, ?)")
             params.append(now)
         if state in TERMINAL_STATES:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from harness.core.events import EventPayload, EventType, RunEvent
 from harness.core.messages import Message
 from harness.core.results import TerminationReason
+from harness.core.states import CLAIMABLE_STATES, RUN_STATES, TERMINAL_STATES, RunState
 from harness.core.usage import Usage
 
 __all__ = [
@@ -33,18 +34,6 @@ __all__ = [
     "RunUpdate",
     "StepWrite",
 ]
-
-RUN_STATES: Final[frozenset[str]] = frozenset(
-    {"PENDING", "RUNNING", "WAITING_TOOL", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"}
-)
-"""The states of a run (DESIGN.md section 4). The runtime owns the table of moves; the store
-accepts these names (plain strings or `StrEnum` members) and refuses any other."""
-
-TERMINAL_STATES: Final[frozenset[str]] = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
-"""States a run never leaves. Entering one stamps `finished_at`."""
-
-CLAIMABLE_STATES: Final[frozenset[str]] = frozenset({"PENDING", "RUNNING", "WAITING_TOOL"})
-"""States `claim` takes by default: runs waiting to start, and runs of a dead owner."""
 
 ControlKind = Literal["pause", "resume", "cancel", "approve", "deny"]
 """Requests that any process may send to the owner of a run."""
@@ -68,7 +57,7 @@ class NewRun:
     """Name of the agent that runs it."""
     task: str | None = None
     """The user's task."""
-    state: str = "PENDING"
+    state: str = RunState.PENDING
     """Initial state."""
     parent_run_id: str | None = None
     """The run this one continues, when resumed from a failed or cancelled run."""
@@ -97,7 +86,7 @@ class RunRecord:
     """Unique id."""
     agent: str
     """Name of the agent that runs it."""
-    state: str
+    state: RunState
     """Where the run is in its lifecycle."""
     task: str | None
     """The user's task."""

@@ -6,7 +6,7 @@ and `smart` have prices, `lab` has none (its cost is unknown, never $0). Agents 
 copy of this repository's sources with the built-in file tools; how many steps a run takes
 and which calls it makes follow from its task text (seeded: the batch is the same every
 time), now and then a call fails (a missing file, a bad pattern, a tool that does not
-exist), and the `smart` server answers 503 once in a while (the profile retries). Input
+exist), and the `smart` server answers 503 now and then (the profile retries). Input
 tokens grow with the conversation, as they would.
 
     python bench/observed_batch.py [--runs 60] [--home DIR]
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import itertools
 import json
 import os
 import random
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HARNESS = str(Path(sys.executable).parent / "harness")
 FILES = ["errors.py", "core/usage.py", "core/events.py", "store/_reads.py", "agent/loop.py"]
 TOOLS = ["read_file", "list_dir", "search"]
+SMART_REQUESTS = itertools.count()
 KINDS = [  # agent, profile, task type, weight
     ("support", "fast", "refund", 5),
     ("support", "smart", "billing", 3),
@@ -46,19 +49,22 @@ KINDS = [  # agent, profile, task type, weight
 
 
 def respond(body: dict[str, Any]) -> FakeReply:
-    """The next reply of a run: a tool call per step, then an answer."""
+    """The next reply of a run: a tool call per step, then an answer.
+
+    The `smart` server answers every 11th request it gets with a 503 (the profile retries).
+    """
+    if body["model"] == "gpt-4.1-mini" and next(SMART_REQUESTS) % 11 == 10:
+        return FakeReply.error(503, "overloaded")
     messages = body["messages"]
     task = next(m["content"] for m in messages if m["role"] == "user")
     made = sum(m["role"] == "assistant" for m in messages)
     rng = random.Random(f"{task}/{made}")
     size = len(json.dumps(messages)) // 4
-    if body["model"] == "gpt-4.1-mini" and rng.random() < 0.08:
-        return FakeReply.error(503, "overloaded")
     tokens = {"input_tokens": size, "output_tokens": rng.randint(20, 90)}
     if made >= random.Random(task).randint(1, 7):
         return FakeReply.text(f"Done after {made} tool calls.", **tokens)
     name, arguments = next_call(rng)
-    return FakeReply.tool_call(name, arguments, **tokens)
+    return dataclasses.replace(FakeReply.tool_call(name, arguments), **tokens)
 
 
 def next_call(rng: random.Random) -> tuple[str, dict[str, Any]]:

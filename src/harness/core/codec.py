@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
@@ -115,12 +116,13 @@ def event_from_dict(data: dict[str, Any]) -> RunEvent:
     """
     _check_version(data)
     kind = data.get("type")
-    where = f"event {kind!r} (run {data.get('run_id')}, seq {data.get('seq')})"
+    try:
+        payload = _payload(kind, data.get("payload", {}))
+    except _Mismatch as exc:
+        where = f"event {kind!r} (run {data.get('run_id')}, seq {data.get('seq')})"
+        raise CodecError(exc.message_at(where)) from None
     return RunEvent(
-        run_id=str(data["run_id"]),
-        seq=int(data["seq"]),
-        ts=float(data["ts"]),
-        payload=payload_from_dict(kind, data.get("payload", {}), where=where),
+        run_id=str(data["run_id"]), seq=int(data["seq"]), ts=float(data["ts"]), payload=payload
     )
 
 
@@ -138,22 +140,56 @@ def payload_from_dict(kind: Any, data: Any, *, where: str | None = None) -> Even
         CodecError: `kind` is not an event type, a required key is missing, a key is
             unknown, or a value has the wrong type.
     """
+    try:
+        return _payload(kind, data)
+    except _Mismatch as exc:
+        raise CodecError(exc.message_at(where or f"event {kind!r}")) from None
+
+
+class _Mismatch(Exception):
+    """Data that does not fit a class: where in it (keys from the payload down), and how."""
+
+    def __init__(self, path: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.path, self.message = path, message
+
+    def message_at(self, where: str) -> str:
+        keys = "".join(f": {key!r}" for key in self.path)
+        return f"{where}{keys}: {self.message}"
+
+
+def _payload(kind: Any, data: Any) -> EventPayload:
     cls = EVENT_CLASSES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         known = ", ".join(sorted(EVENT_CLASSES))
         raise CodecError(f"unknown event type {kind!r} (known: {known})")
-    return _decode_fields(cls, data, where or f"event {kind!r}")
+    return _decode_fields(cls, data)
 
 
-def _fields_to_dict(obj: Any) -> dict[str, Any]:
+# Each class's fields are looked at once (`_encoding`, `_decoding`), not per event: events
+# are encoded on every step of every run.
+
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+_Omit = Callable[[Any, Any], bool]
+_Decoder = Callable[[Any], Any]
+
+
+@cache
+def _encoding(cls: type) -> tuple[tuple[str, _Omit | None], ...]:
+    """The keys of `cls`'s JSON, in order, each with its leave-out rule."""
+    return tuple(
+        (f.name, f.metadata.get(OMIT_WHEN))
+        for f in dataclasses.fields(cls)
+        if PRESENCE_OF not in f.metadata
+    )
+
+
+def _fields_to_dict(obj: object) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        if PRESENCE_OF in f.metadata:
-            continue
-        value = getattr(obj, f.name)
-        omit = f.metadata.get(OMIT_WHEN)
+    for name, omit in _encoding(type(obj)):
+        value = getattr(obj, name)
         if omit is None or not omit(obj, value):
-            out[f.name] = _to_json(value)
+            out[name] = value if type(value) in _PLAIN else _to_json(value)
     return out
 
 
@@ -169,55 +205,87 @@ def _to_json(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    presence_of: str | None
+    """Not a key: whether the data has this key."""
+    decode: _Decoder
+    required: bool
+
+
 @cache
-def _hints(cls: type) -> dict[str, Any]:
-    return get_type_hints(cls)
+def _decoding(cls: type) -> tuple[tuple[_Field, ...], frozenset[str]]:
+    """How to decode each field of `cls`, and the names of them all."""
+    hints = get_type_hints(cls)
+    fields = dataclasses.fields(cls)
+    plan = tuple(
+        _Field(
+            name=f.name,
+            presence_of=f.metadata.get(PRESENCE_OF),
+            decode=_decoder(hints[f.name]),
+            required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for f in fields
+    )
+    return plan, frozenset(f.name for f in fields)
 
 
-def _decode_fields(cls: type[_T], data: Any, where: str) -> _T:
+def _decode_fields(cls: type[_T], data: Any) -> _T:
     if not isinstance(data, dict):
-        raise CodecError(f"{where}: expected a JSON object, got {_kind(data)}")
+        raise _Mismatch((), f"expected a JSON object, got {_kind(data)}")
     data = cast(dict[str, Any], data)
-    hints, names = _hints(cls), set[str]()
+    plan, names = _decoding(cls)
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(cast(Any, cls)):
-        names.add(f.name)
-        if (key := f.metadata.get(PRESENCE_OF)) is not None:
-            values[f.name] = key in data
-        elif f.name in data:
-            values[f.name] = _decode(hints[f.name], data[f.name], f"{where}: {f.name!r}")
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise CodecError(f"{where}: the required key {f.name!r} is missing")
-    if unknown := sorted(set(data) - names):
-        raise CodecError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}")
+    for field in plan:
+        if field.presence_of is not None:
+            values[field.name] = field.presence_of in data
+        elif field.name in data:
+            try:
+                values[field.name] = field.decode(data[field.name])
+            except _Mismatch as exc:
+                raise _Mismatch((field.name, *exc.path), exc.message) from None
+        elif field.required:
+            raise _Mismatch((), f"the required key {field.name!r} is missing")
+    if not names.issuperset(data):
+        unknown = sorted(set(data) - names)
+        raise _Mismatch((), f"unknown key(s) {', '.join(map(repr, unknown))}")
     return cls(**values)
 
 
-def _decode(hint: Any, value: Any, where: str) -> Any:
+@cache
+def _decoder(hint: Any) -> _Decoder:
+    """A function that checks and decodes a JSON value of type `hint`."""
     origin, args = get_origin(hint), get_args(hint)
     if hint is Any:
-        return value
+        return _same
     if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
         (inner,) = (a for a in args if a is not type(None))
-        return _decode(inner, value, where)
+        decode, optional = _decoder(inner), type(None) in args
+        return lambda value: None if value is None and optional else decode(value)
     if hint is Usage:
-        return usage_from_dict(_expect(dict, value, where))
+        return lambda value: usage_from_dict(_expect(dict, value))
     if origin is tuple:
-        return tuple(_decode(args[0], item, where) for item in _expect(list, value, where))
+        item = _decoder(args[0])
+        return lambda value: tuple(item(v) for v in _expect(list, value))
     if origin is Mapping:
-        return _expect(dict, value, where)
+        return lambda value: _expect(dict, value)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _decode_fields(hint, value, where)
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return value  # kept as written, so that it encodes the same again
-    return _expect(cast(type, hint), value, where)
+        nested = cast(type[Any], hint)
+        return lambda value: _decode_fields(nested, value)
+    if hint is float:  # an int is kept as written, so that it encodes the same again
+        return lambda value: value if type(value) in (float, int) else _expect(float, value)
+    kind = cast(type, hint)
+    return lambda value: value if type(value) is kind else _expect(kind, value)
 
 
-def _expect(kind: type, value: Any, where: str) -> Any:
+def _same(value: Any) -> Any:
+    return value
+
+
+def _expect(kind: type, value: Any) -> Any:
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise CodecError(f"{where}: expected {kind.__name__}, got {_kind(value)}")
+        raise _Mismatch((), f"expected {kind.__name__}, got {_kind(value)}")
     return value
 
 
@@ -240,8 +308,16 @@ def usage_to_dict(usage: Usage) -> dict[str, Any]:
 
 def usage_from_dict(data: dict[str, Any]) -> Usage:
     """Decode usage counters; missing counters are zero."""
-    fields = usage_to_dict(Usage())
-    return Usage(**{key: type(default)(data.get(key, default)) for key, default in fields.items()})
+    get = data.get
+    return Usage(
+        input_tokens=int(get("input_tokens", 0)),
+        output_tokens=int(get("output_tokens", 0)),
+        cached_tokens=int(get("cached_tokens", 0)),
+        reasoning_tokens=int(get("reasoning_tokens", 0)),
+        requests=int(get("requests", 0)),
+        tool_calls=int(get("tool_calls", 0)),
+        cost_usd=float(get("cost_usd", 0.0)),
+    )
 
 
 def result_to_dict(result: RunResult) -> dict[str, Any]:

@@ -137,8 +137,9 @@ def payload_from_dict(kind: Any, data: Any, *, where: str | None = None) -> Even
     A key the class may leave out decodes to its default when absent.
 
     Raises:
-        CodecError: `kind` is not an event type, a required key is missing, a key is
-            unknown, or a value has the wrong type.
+        CodecError: `kind` is not an event type, a required key is missing, or a value
+            has the wrong type. Keys the class does not know (written by a later release)
+            are skipped.
     """
     try:
         return _payload(kind, data)
@@ -215,27 +216,25 @@ class _Field:
 
 
 @cache
-def _decoding(cls: type) -> tuple[tuple[_Field, ...], frozenset[str]]:
-    """How to decode each field of `cls`, and the names of them all."""
+def _decoding(cls: type) -> tuple[_Field, ...]:
+    """How to decode each field of `cls`."""
     hints = get_type_hints(cls)
-    fields = dataclasses.fields(cls)
-    plan = tuple(
+    return tuple(
         _Field(
             name=f.name,
             presence_of=f.metadata.get(PRESENCE_OF),
             decode=_decoder(hints[f.name]),
             required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
         )
-        for f in fields
+        for f in dataclasses.fields(cls)
     )
-    return plan, frozenset(f.name for f in fields)
 
 
 def _decode_fields(cls: type[_T], data: Any) -> _T:
     if not isinstance(data, dict):
         raise _Mismatch((), f"expected a JSON object, got {_kind(data)}")
     data = cast(dict[str, Any], data)
-    plan, names = _decoding(cls)
+    plan = _decoding(cls)
     values: dict[str, Any] = {}
     for field in plan:
         if field.presence_of is not None:
@@ -247,10 +246,7 @@ def _decode_fields(cls: type[_T], data: Any) -> _T:
                 raise _Mismatch((field.name, *exc.path), exc.message) from None
         elif field.required:
             raise _Mismatch((), f"the required key {field.name!r} is missing")
-    if not names.issuperset(data):
-        unknown = sorted(set(data) - names)
-        raise _Mismatch((), f"unknown key(s) {', '.join(map(repr, unknown))}")
-    return cls(**values)
+    return cls(**values)  # keys of a later release (a newer process on the store) are skipped
 
 
 @cache

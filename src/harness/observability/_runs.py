@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RunLabels", "RunState", "RunTable"]
+__all__ = ["RunFollow", "RunLabels", "RunTable"]
 
 UNKNOWN = "unknown"
 _FALLBACK_PREFIX = "fallback:"
@@ -22,7 +22,7 @@ class RunLabels:
     """The run's model (a fallback chain's name stands for its first member)."""
 
 
-class RunState:
+class RunFollow:
     """One run as the metrics follow it."""
 
     __slots__ = ("agent", "model", "step_started", "task_type")
@@ -50,15 +50,15 @@ class RunTable:
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
-        self._runs: dict[str, RunState] = {}
+        self._runs: dict[str, RunFollow] = {}
 
-    def get(self, run_id: str) -> RunState:
+    def get(self, run_id: str) -> RunFollow:
         """The run's state; a run never seen starts with unknown labels."""
         run = self._runs.get(run_id)
         if run is None:
             if len(self._runs) >= self._limit:
                 del self._runs[next(iter(self._runs))]
-            run = self._runs[run_id] = RunState()
+            run = self._runs[run_id] = RunFollow()
         return run
 
     def learn(self, run_id: str, labels: RunLabels) -> None:

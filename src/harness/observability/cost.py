@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol, get_args
 
 from harness.core.events import RunEvent, RunSubmitted, payloads
+from harness.core.states import RunState
 from harness.errors import ConfigError
 from harness.observability._cost_fold import (
     FOLDED_TYPES,
@@ -190,7 +191,7 @@ def _info(record: RunRecord) -> RunInfo:
         agent=record.agent,
         task_type=record.task_type,
         day=_day(record.created_at),
-        completed=record.state == "COMPLETED",
+        completed=record.state == RunState.COMPLETED,
     )
 
 

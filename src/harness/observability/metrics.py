@@ -53,7 +53,7 @@ from harness.core.events import (
     ToolCompleted,
 )
 from harness.core.usage import Usage
-from harness.observability._runs import RunLabels, RunState, RunTable
+from harness.observability._runs import RunFollow, RunLabels, RunTable
 
 __all__ = ["CONTENT_TYPE", "OTHER", "MetricsSubscriber"]
 
@@ -250,7 +250,7 @@ class MetricsSubscriber:
 
     def _responded(self, event: RunEvent, p: ModelResponded) -> None:
         run = self._runs.get(event.run_id)
-        model = self._model(run.model)
+        model = self._model(p.model or run.model)  # the profile that answered, as `harness cost`
         self._count_usage(model, self._task_type(run.task_type), p.usage)
         self._child(self._m.model_calls, model).observe(p.duration_s)
         if p.usage.input_tokens > 0:
@@ -282,7 +282,7 @@ class MetricsSubscriber:
 
     # --- helpers --------------------------------------------------------------------
 
-    def _close_step(self, run: RunState, ts: float) -> None:
+    def _close_step(self, run: RunFollow, ts: float) -> None:
         if run.step_started is None:
             return
         agent, task_type = self._agent(run.agent), self._task_type(run.task_type)

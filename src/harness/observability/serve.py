@@ -145,7 +145,8 @@ class MetricsServer:
             return "200 OK", await self._render()
         except Exception as exc:  # e.g. the store cannot be read: say so, keep serving
             _log.exception("rendering the metrics failed")
-            return "500 Internal Server Error", f"{type(exc).__name__}: {exc}\n".encode()
+            # The kind only: the message may hold a store URL with its password (in the log).
+            return "500 Internal Server Error", f"{type(exc).__name__}; see the log\n".encode()
 
     async def _send(
         self, writer: asyncio.StreamWriter, status: str, body: bytes, head_only: bool

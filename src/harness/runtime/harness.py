@@ -187,7 +187,7 @@ class Harness:
         self.bus.subscribe(metrics)
         metrics.track(
             in_flight=lambda: self._executor.running if self._executor is not None else 0,
-            pending=lambda: self.store.count_runs("PENDING"),
+            pending=lambda: self.store.count_runs(RunState.PENDING),
         )
 
     def _note_labels(self, record: RunRecord) -> None:

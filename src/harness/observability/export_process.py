@@ -39,6 +39,8 @@ __all__ = ["ProcessExport", "main"]
 
 _log = logging.getLogger(__name__)
 _HEADER: Final = struct.Struct(">I")
+_EAGER: Final = 64 << 10
+"""Buffered bytes written at once, without waiting for the timer (a pipe's capacity)."""
 
 
 class ProcessExport(SpanExport):
@@ -49,6 +51,8 @@ class ProcessExport(SpanExport):
         max_buffer: Bytes of frames held while the child is behind; past it spans are
             dropped (and counted in `dropped`).
         close_timeout: Seconds `shutdown` waits for the child to export and exit.
+        flush_s: Frames are written at most this long after they are buffered, many at
+            once (a write to a pipe costs more than encoding a run's spans).
     """
 
     def __init__(
@@ -57,6 +61,7 @@ class ProcessExport(SpanExport):
         *,
         max_buffer: int = 8 << 20,
         close_timeout: float = 30.0,
+        flush_s: float = 0.05,
     ) -> None:
         from harness.observability.otel import current_context, exporter_name
 
@@ -64,6 +69,8 @@ class ProcessExport(SpanExport):
         self._caller = current_context
         self._max_buffer = max_buffer
         self._close_timeout = close_timeout
+        self._flush_s = flush_s
+        self._timer: asyncio.TimerHandle | None = None
         self.child = subprocess.Popen(
             [sys.executable, "-m", __name__, *([kind] if kind else [])],
             stdin=subprocess.PIPE,
@@ -83,7 +90,7 @@ class ProcessExport(SpanExport):
         """Spans dropped: the child was too far behind, or gone."""
 
     def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
-        """Write the spans to the child's pipe, or buffer them; never blocks."""
+        """Buffer the spans for the child's pipe; written within `flush_s`, never blocking."""
         frame = _frame(context, run_id, spans)
         with self._lock:
             if self._closed or self._dead:
@@ -93,21 +100,25 @@ class ProcessExport(SpanExport):
                 self._drop(len(spans))
                 return
             self._pending += frame
-            if self._watching is None:
-                self._flush()
-                if self._pending and not self._dead:
-                    self._watch()
+            if self._timer is not None or self._watching is not None:
+                return  # a write is already due
+            if len(self._pending) < _EAGER and self._schedule():
+                return
+            self._write()
 
     def caller(self) -> TraceContext | None:
         """The caller's active OpenTelemetry span, if it is a valid one."""
         return self._caller()
 
     async def aclose(self) -> None:
-        """Stop watching the pipe, then `shutdown` in a thread."""
+        """Stop the timer and the watch of the pipe, then `shutdown` in a thread."""
         with self._lock:
             loop, self._watching = self._watching, None
+            timer, self._timer = self._timer, None
         if loop is not None:
             loop.remove_writer(self._fd)
+        if timer is not None:
+            timer.cancel()
         await asyncio.to_thread(self.shutdown)
 
     def shutdown(self) -> None:
@@ -158,6 +169,27 @@ class ProcessExport(SpanExport):
             return
         except OSError:
             self._gone()
+
+    def _schedule(self) -> bool:
+        """Write in `flush_s`: one write for many frames (the lock is held)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        self._timer = loop.call_later(self._flush_s, self._due)
+        return True
+
+    def _due(self) -> None:
+        with self._lock:
+            self._timer = None
+            if not self._closed and self._watching is None:
+                self._write()
+
+    def _write(self) -> None:
+        """Write what the pipe takes; watch it for the rest (the lock is held)."""
+        self._flush()
+        if self._pending and not self._dead:
+            self._watch()
 
     def _watch(self) -> None:
         try:

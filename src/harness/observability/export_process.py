@@ -39,6 +39,8 @@ __all__ = ["ProcessExport", "main"]
 
 _log = logging.getLogger(__name__)
 _HEADER: Final = struct.Struct(">I")
+_QUEUE: Final = 16_384
+"""The child's `OTEL_BSP_MAX_QUEUE_SIZE` unless set: spans waiting for a batch."""
 _EAGER: Final = 64 << 10
 """Buffered bytes written at once, without waiting for the timer (a pipe's capacity)."""
 
@@ -306,6 +308,9 @@ def main(argv: Sequence[str] = sys.argv[1:]) -> int:
     from harness.observability.otel import batch_sink
 
     logging.basicConfig(format="harness trace export: %(levelname)s %(message)s")
+    # A burst of runs arrives faster than batches of 512 go out; the SDK's default queue
+    # (2,048 spans) would drop most of it. The pipe's bound is the back-pressure here.
+    os.environ.setdefault("OTEL_BSP_MAX_QUEUE_SIZE", str(_QUEUE))
     sink = batch_sink(argv[0] if argv else None)
     stdin = sys.stdin.buffer
     try:

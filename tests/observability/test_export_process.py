@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, Harness, tool
-from harness.observability import TraceContext
+from harness.errors import ConfigError
+from harness.observability import TraceContext, TraceSettings
 from harness.observability.export_process import ProcessExport
 from harness.observability.spans import SpanData
-from harness.runtime import Settings
+from harness.runtime import Settings, load_settings
 from harness.testing import FunctionModel, call, reply
 
 from .collectors import OTLPHTTPReceiver
@@ -162,3 +163,12 @@ def _gone(pid: int) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"the export process {pid} did not exit")
+
+
+def test_the_export_setting_is_read_and_checked(tmp_path: Path) -> None:
+    (tmp_path / "harness.toml").write_text('[observability]\ntraces = "otlp"\nexport = "thread"\n')
+    assert load_settings(tmp_path).observability.export == "thread"
+    assert TraceSettings().export == "process"
+    (tmp_path / "harness.toml").write_text('[observability]\nexport = "sideways"\n')
+    with pytest.raises(ConfigError, match="export"):
+        load_settings(tmp_path)

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final, cast
 
@@ -84,6 +85,7 @@ class ProcessExport(SpanExport):
         self._fd = self.child.stdin.fileno()
         os.set_blocking(self._fd, False)
         self._pending = bytearray()
+        self._frames: deque[list[int]] = deque()  # [bytes not yet written, spans] a frame
         self._lock = threading.Lock()
         self._watching: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -102,6 +104,7 @@ class ProcessExport(SpanExport):
                 self._drop(len(spans))
                 return
             self._pending += frame
+            self._frames.append([len(frame), len(spans)])
             if self._timer is not None or self._watching is not None:
                 return  # a write is already due
             if len(self._pending) < _EAGER and self._schedule():
@@ -133,9 +136,7 @@ class ProcessExport(SpanExport):
             while self._pending and not self._dead and time.monotonic() < deadline:
                 select.select([], [self._fd], [], max(0.0, deadline - time.monotonic()))
                 self._flush()
-            if self._pending:
-                self.dropped += _count(self._pending)
-                self._pending.clear()
+            self._discard()
         with contextlib.suppress(OSError):
             assert self.child.stdin is not None
             self.child.stdin.close()
@@ -167,6 +168,7 @@ class ProcessExport(SpanExport):
             while self._pending:
                 written = os.write(self._fd, self._pending)
                 del self._pending[:written]
+                self._sent(written)
         except BlockingIOError:
             return
         except OSError:
@@ -192,6 +194,21 @@ class ProcessExport(SpanExport):
         self._flush()
         if self._pending and not self._dead:
             self._watch()
+
+    def _sent(self, written: int) -> None:
+        """Forget the frames `written` bytes completed (the lock is held)."""
+        frames = self._frames
+        while written and frames:
+            if written < frames[0][0]:
+                frames[0][0] -= written
+                return
+            written -= frames.popleft()[0]
+
+    def _discard(self) -> None:
+        """Drop what was not written, counting its spans (the lock is held)."""
+        self.dropped += sum(spans for _, spans in self._frames)
+        self._frames.clear()
+        self._pending.clear()
 
     def _watch(self) -> None:
         try:
@@ -219,8 +236,7 @@ class ProcessExport(SpanExport):
 
     def _gone(self) -> None:
         self._dead = True
-        self.dropped += _count(self._pending)
-        self._pending.clear()
+        self._discard()
         code = self.child.poll()
         _log.error(
             "the trace export process (pid %d) is gone (exit code %s): spans are no longer "
@@ -255,19 +271,6 @@ def _frame(context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> byt
         )
     )
     return _HEADER.pack(len(body)) + body
-
-
-def _count(frames: bytearray) -> int:
-    """How many spans the whole frames at the start of `frames` hold."""
-    count, at = 0, 0
-    while at + _HEADER.size <= len(frames):
-        (size,) = _HEADER.unpack_from(frames, at)
-        body = bytes(frames[at + _HEADER.size : at + _HEADER.size + size])
-        if len(body) < size:
-            break
-        count += len(unpack(body)[4])
-        at += _HEADER.size + size
-    return count
 
 
 def _spans(data: Any) -> tuple[TraceContext, str, list[SpanData]]:

@@ -29,10 +29,12 @@ __all__ = [
     "loads",
     "message_from_dict",
     "message_to_dict",
+    "pack",
     "payload_from_dict",
     "payload_to_dict",
     "result_from_dict",
     "result_to_dict",
+    "unpack",
     "usage_from_dict",
     "usage_to_dict",
 ]
@@ -380,6 +382,23 @@ def _plain(value: Any) -> Any:
 def dumps(data: dict[str, Any]) -> str:
     """Compact JSON, UTF-8 kept readable."""
     return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def pack(value: Any) -> bytes:
+    """Compact JSON bytes of plain data (tuples become arrays)."""
+    return orjson.dumps(value)
+
+
+def unpack(data: bytes) -> Any:
+    """Parse JSON bytes made by `pack`.
+
+    Raises:
+        CodecError: They are not JSON.
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CodecError(f"not JSON: {exc}") from exc
 
 
 def loads(text: str) -> dict[str, Any]:

@@ -19,6 +19,9 @@ class TraceSettings:
     traces: Literal["otlp", "console", "none"] | None = None
     """Export traces: `otlp` (to the `OTEL_EXPORTER_OTLP_*` endpoint), `console`, or
     `none`; unset, traces are exported when `OTEL_TRACES_EXPORTER` names an exporter."""
+    export: Literal["process", "thread"] = "process"
+    """Where OTLP spans are encoded and sent: a child process (the default: the harness
+    only writes plain data to a pipe) or a thread of the harness process."""
     capture_content: bool | None = None
     """Put message content in spans (task, replies, tool arguments and results); unset,
     `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` turns it on."""

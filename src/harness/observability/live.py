@@ -39,6 +39,10 @@ class SpanExport:
     def shutdown(self) -> None:
         """Export what is queued, and stop."""
 
+    async def aclose(self) -> None:
+        """`shutdown`, in a thread (it may wait for an exporter)."""
+        await asyncio.to_thread(self.shutdown)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StoredRun:
@@ -118,7 +122,7 @@ class LiveTraces:
         """Finish pending look-ups, then export what is queued and stop."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        await asyncio.to_thread(self.export.shutdown)
+        await self.export.aclose()
 
     def _feed(self, run_id: str, run: _Run, event: RunEvent) -> None:
         if run.context is not None and not run.context.sampled:

@@ -12,6 +12,11 @@ The exporter follows the standard variables: `OTEL_TRACES_EXPORTER` (`otlp`, `co
 (`http/protobuf`, the default, or `grpc`), the endpoints, headers and timeouts the OTLP
 exporters read themselves (`OTEL_EXPORTER_OTLP_ENDPOINT`, `…_TRACES_ENDPOINT` …),
 `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES`, and `OTEL_BSP_*` for batching.
+
+`OtelExport` does this in the harness process. For OTLP the harness runs it in a child
+process instead (`harness.observability.export_process`): the SDK's span objects and its
+protobuf encoder cost more than the run they describe, and would hold the GIL the event
+loop needs.
 """
 
 from __future__ import annotations
@@ -37,7 +42,14 @@ from harness.observability.context import TraceContext, child_span_id
 from harness.observability.live import SpanExport
 from harness.observability.spans import SpanData
 
-__all__ = ["OtelExport", "exporter_from_env"]
+__all__ = [
+    "OtelExport",
+    "SpanSink",
+    "batch_sink",
+    "current_context",
+    "exporter_from_env",
+    "exporter_name",
+]
 
 _NS: Final = 1_000_000_000
 _KINDS: Final = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
@@ -46,17 +58,15 @@ _UNSET: Final = Status(StatusCode.UNSET)
 _STATUS: Final = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.ERROR}
 
 
-def exporter_from_env(kind: str | None = None) -> SpanExporter | None:
-    """The exporter `OTEL_TRACES_EXPORTER` (or `kind`) names; `None` for `none`.
+def exporter_name(kind: str | None = None) -> str:
+    """`none`, `console`, `otlp grpc` or `otlp http/protobuf`: what `exporter_from_env` makes.
 
     Raises:
         ConfigError: An exporter or protocol this build does not know.
     """
     name = (kind or os.environ.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip()
-    if name == "none":
-        return None
-    if name == "console":
-        return ConsoleSpanExporter()
+    if name in ("none", "console"):
+        return name
     if name != "otlp":
         raise ConfigError(
             f"OTEL_TRACES_EXPORTER={name!r} is not supported: use otlp, console or none"
@@ -66,65 +76,61 @@ def exporter_from_env(kind: str | None = None) -> SpanExporter | None:
         or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
         or "http/protobuf"
     )
-    if protocol == "grpc":
+    if protocol not in ("grpc", "http/protobuf"):
+        raise ConfigError(
+            f"OTLP protocol {protocol!r} is not supported: use http/protobuf or grpc "
+            "(OTEL_EXPORTER_OTLP_PROTOCOL)"
+        )
+    return f"otlp {protocol}"
+
+
+def exporter_from_env(kind: str | None = None) -> SpanExporter | None:
+    """The exporter `OTEL_TRACES_EXPORTER` (or `kind`) names; `None` for `none`.
+
+    Raises:
+        ConfigError: An exporter or protocol this build does not know.
+    """
+    name = exporter_name(kind)
+    if name == "none":
+        return None
+    if name == "console":
+        return ConsoleSpanExporter()
+    if name == "otlp grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         return OTLPSpanExporter()
-    if protocol == "http/protobuf":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-            OTLPSpanExporter as HTTPSpanExporter,
-        )
-
-        return HTTPSpanExporter()
-    raise ConfigError(
-        f"OTLP protocol {protocol!r} is not supported: use http/protobuf or grpc "
-        "(OTEL_EXPORTER_OTLP_PROTOCOL)"
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+        OTLPSpanExporter as HTTPSpanExporter,
     )
 
+    return HTTPSpanExporter()
 
-class OtelExport(SpanExport):
-    """Exports a run's finished spans through an OpenTelemetry span processor.
+
+class SpanSink:
+    """Finished `SpanData` as `ReadableSpan`s with their stored ids, into a span processor.
 
     Args:
-        exporter: Where spans go; from the `OTEL_*` variables when omitted.
-        processor: The processor to feed; a `BatchSpanProcessor` over `exporter` when
-            omitted (tests may give a `SimpleSpanProcessor`).
+        processor: The processor to feed (it exports); `None` drops every span.
     """
 
-    def __init__(
-        self, exporter: SpanExporter | None = None, *, processor: SpanProcessor | None = None
-    ) -> None:
-        if processor is None:
-            exporter = exporter or exporter_from_env()
-            processor = BatchSpanProcessor(exporter) if exporter is not None else None
-        self._processor = processor
+    def __init__(self, processor: SpanProcessor | None) -> None:
+        self.processor = processor
         named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "harness"}
         self._resource = _HashedResource(Resource.create(named))
         self._scope = InstrumentationScope("harness", _version())
 
-    def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
+    def add(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
         """Hand each span to the processor, with its OpenTelemetry ids."""
-        if self._processor is None:
+        if self.processor is None:
             return
         trace_id = int(context.trace_id, 16)
         for span in spans:
-            self._processor.on_end(self._readable(trace_id, context, run_id, span))
-
-    def caller(self) -> TraceContext | None:
-        """The caller's active span, if it is a valid one."""
-        found = trace.get_current_span().get_span_context()
-        if not found.is_valid:
-            return None
-        return TraceContext(
-            trace_id=format(found.trace_id, "032x"),
-            span_id=format(found.span_id, "016x"),
-            sampled=found.trace_flags.sampled,
-        )
+            self.processor.on_end(self._readable(trace_id, context, run_id, span))
 
     def shutdown(self) -> None:
         """Export what is queued and stop the processor."""
-        if self._processor is not None:
-            self._processor.shutdown()
+        if self.processor is not None:
+            self.processor.shutdown()
 
     def _readable(
         self, trace_id: int, context: TraceContext, run_id: str, span: SpanData
@@ -149,6 +155,58 @@ class OtelExport(SpanExport):
             end_time=int(span.end * _NS),
             instrumentation_scope=self._scope,
         )
+
+
+class OtelExport(SpanExport):
+    """Exports a run's finished spans through an OpenTelemetry span processor, in this process.
+
+    Args:
+        exporter: Where spans go; from the `OTEL_*` variables when omitted.
+        processor: The processor to feed; a `BatchSpanProcessor` over `exporter` when
+            omitted (tests may give a `SimpleSpanProcessor`).
+    """
+
+    def __init__(
+        self, exporter: SpanExporter | None = None, *, processor: SpanProcessor | None = None
+    ) -> None:
+        if processor is None:
+            exporter = exporter or exporter_from_env()
+            processor = BatchSpanProcessor(exporter) if exporter is not None else None
+        self._sink = SpanSink(processor)
+
+    def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
+        """Hand each span to the processor, with its OpenTelemetry ids."""
+        self._sink.add(context, run_id, spans)
+
+    def caller(self) -> TraceContext | None:
+        """The caller's active span, if it is a valid one."""
+        return current_context()
+
+    def shutdown(self) -> None:
+        """Export what is queued and stop the processor."""
+        self._sink.shutdown()
+
+
+def batch_sink(kind: str | None = None) -> SpanSink:
+    """A `SpanSink` exporting in batches to the exporter the `OTEL_*` variables (or `kind`) name.
+
+    Raises:
+        ConfigError: An exporter or protocol this build does not know.
+    """
+    exporter = exporter_from_env(kind)
+    return SpanSink(BatchSpanProcessor(exporter) if exporter is not None else None)
+
+
+def current_context() -> TraceContext | None:
+    """The active OpenTelemetry span of the caller, if it is a valid one."""
+    found = trace.get_current_span().get_span_context()
+    if not found.is_valid:
+        return None
+    return TraceContext(
+        trace_id=format(found.trace_id, "032x"),
+        span_id=format(found.span_id, "016x"),
+        sampled=found.trace_flags.sampled,
+    )
 
 
 class _HashedResource(Resource):

@@ -243,6 +243,7 @@ class _ObservabilityEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     traces: Literal["otlp", "console", "none"] | None = None
+    export: Literal["process", "thread"] = "process"
     capture_content: bool | None = None
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_host: str = Field(default="127.0.0.1", min_length=1)
@@ -250,7 +251,9 @@ class _ObservabilityEntry(BaseModel):
 
     def settings(self) -> TraceSettings:
         """The tracing part, as the runtime reads it."""
-        return TraceSettings(traces=self.traces, capture_content=self.capture_content)
+        return TraceSettings(
+            traces=self.traces, export=self.export, capture_content=self.capture_content
+        )
 
 
 class FileConfig(BaseModel):

@@ -636,13 +636,17 @@ def _trace_export(settings: TraceSettings) -> SpanExport | None:
     if not tracing_enabled(settings):
         return None
     try:
-        from harness.observability.otel import OtelExport, exporter_from_env
+        from harness.observability.otel import OtelExport, exporter_from_env, exporter_name
     except ModuleNotFoundError as exc:
         raise ConfigError(
             "traces are configured ([observability] traces or OTEL_TRACES_EXPORTER) but the "
             "OpenTelemetry SDK is not installed: pip install 'harness[otel]'"
         ) from exc
     kind = settings.traces if settings.traces != "none" else None
+    if settings.export == "process" and exporter_name(kind).startswith("otlp"):
+        from harness.observability.export_process import ProcessExport
+
+        return ProcessExport(kind)
     return OtelExport(exporter_from_env(kind))
 
 

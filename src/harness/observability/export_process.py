@@ -1,0 +1,332 @@
+"""Spans exported by a child process: the harness only writes plain data to a pipe.
+
+Building the SDK's `ReadableSpan`s, batching them and encoding OTLP protobuf cost more
+than the run they describe, and the exporter thread holds the GIL the event loop needs.
+So when traces go to OTLP, `ProcessExport` starts `python -m
+harness.observability.export_process` with the same environment (its `OTEL_*` variables
+configure the exporter there) and writes each run's finished spans to its stdin as one
+length-prefixed JSON frame. The child rebuilds them with their stored ids and times and
+exports them exactly as `harness.observability.otel.OtelExport` does in process.
+
+Writes never block the event loop: the pipe is non-blocking, what it cannot take waits
+in a bounded buffer drained when the pipe is writable, and past the bound spans are
+dropped and counted. The child exports what it was sent and exits when its stdin ends,
+whether the harness closed it or died (even by SIGKILL). A child that dies is logged;
+runs never fail because of tracing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, Final, cast
+
+from harness.core.codec import pack, unpack
+from harness.observability.context import TraceContext
+from harness.observability.live import SpanExport
+from harness.observability.spans import SpanData, SpanEvent
+
+__all__ = ["ProcessExport", "main"]
+
+_log = logging.getLogger(__name__)
+_HEADER: Final = struct.Struct(">I")
+_QUEUE: Final = 16_384
+"""The child's `OTEL_BSP_MAX_QUEUE_SIZE` unless set: spans waiting for a batch."""
+_EAGER: Final = 64 << 10
+"""Buffered bytes written at once, without waiting for the timer (a pipe's capacity)."""
+
+
+class ProcessExport(SpanExport):
+    """Hands finished spans to a child process that exports them (see the module).
+
+    Args:
+        kind: The exporter (`otlp`, `console`); from `OTEL_TRACES_EXPORTER` when omitted.
+        max_buffer: Bytes of frames held while the child is behind; past it spans are
+            dropped (and counted in `dropped`).
+        close_timeout: Seconds `shutdown` waits for the child to export and exit.
+        flush_s: Frames are written at most this long after they are buffered, many at
+            once (a write to a pipe costs more than encoding a run's spans).
+    """
+
+    def __init__(
+        self,
+        kind: str | None = None,
+        *,
+        max_buffer: int = 8 << 20,
+        close_timeout: float = 30.0,
+        flush_s: float = 0.05,
+    ) -> None:
+        from harness.observability.otel import current_context, exporter_name
+
+        exporter_name(kind)  # a configuration mistake fails here, not in the child
+        self._caller = current_context
+        self._max_buffer = max_buffer
+        self._close_timeout = close_timeout
+        self._flush_s = flush_s
+        self._timer: asyncio.TimerHandle | None = None
+        self.child = subprocess.Popen(
+            [sys.executable, "-m", __name__, *([kind] if kind else [])],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C of the harness does not cut its flush short
+        )
+        """The exporting process."""
+        assert self.child.stdin is not None
+        self._fd = self.child.stdin.fileno()
+        os.set_blocking(self._fd, False)
+        self._pending = bytearray()
+        self._frames: deque[list[int]] = deque()  # [bytes not yet written, spans] a frame
+        self._lock = threading.Lock()
+        self._watching: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+        self._dead = False
+        self.dropped = 0
+        """Spans dropped: the child was too far behind, or gone."""
+
+    def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
+        """Buffer the spans for the child's pipe; written within `flush_s`, never blocking."""
+        frame = _frame(context, run_id, spans)
+        with self._lock:
+            if self._closed or self._dead:
+                self.dropped += len(spans)
+                return
+            if len(self._pending) + len(frame) > self._max_buffer:
+                self._drop(len(spans))
+                return
+            self._pending += frame
+            self._frames.append([len(frame), len(spans)])
+            if self._timer is not None or self._watching is not None:
+                return  # a write is already due
+            if len(self._pending) < _EAGER and self._schedule():
+                return
+            self._write()
+
+    def caller(self) -> TraceContext | None:
+        """The caller's active OpenTelemetry span, if it is a valid one."""
+        return self._caller()
+
+    async def aclose(self) -> None:
+        """Stop the timer and the watch of the pipe, then `shutdown` in a thread."""
+        with self._lock:
+            loop, self._watching = self._watching, None
+            timer, self._timer = self._timer, None
+        if loop is not None:
+            loop.remove_writer(self._fd)
+        if timer is not None:
+            timer.cancel()
+        await asyncio.to_thread(self.shutdown)
+
+    def shutdown(self) -> None:
+        """Write what is buffered, close the pipe and wait for the child to export and exit."""
+        deadline = time.monotonic() + self._close_timeout
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            while self._pending and not self._dead and time.monotonic() < deadline:
+                select.select([], [self._fd], [], max(0.0, deadline - time.monotonic()))
+                self._flush()
+            self._discard()
+        with contextlib.suppress(OSError):
+            assert self.child.stdin is not None
+            self.child.stdin.close()
+        self._wait(deadline)
+
+    def _wait(self, deadline: float) -> None:
+        try:
+            code = self.child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _log.error(
+                "the trace export process (pid %d) did not finish in %.0f s: killed, "
+                "its unexported spans are lost",
+                self.child.pid,
+                self._close_timeout,
+            )
+            self.child.kill()
+            self.child.wait()
+            return
+        if code != 0 and not self._dead:
+            _log.error(
+                "the trace export process (pid %d) exited with code %d", self.child.pid, code
+            )
+        if self.dropped:
+            _log.warning("%d spans were not exported (the export process was behind)", self.dropped)
+
+    def _flush(self) -> None:
+        """Write what the pipe takes now (the lock is held)."""
+        try:
+            while self._pending:
+                written = os.write(self._fd, self._pending)
+                del self._pending[:written]
+                self._sent(written)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._gone()
+
+    def _schedule(self) -> bool:
+        """Write in `flush_s`: one write for many frames (the lock is held)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        self._timer = loop.call_later(self._flush_s, self._due)
+        return True
+
+    def _due(self) -> None:
+        with self._lock:
+            self._timer = None
+            if not self._closed and self._watching is None:
+                self._write()
+
+    def _write(self) -> None:
+        """Write what the pipe takes; watch it for the rest (the lock is held)."""
+        self._flush()
+        if self._pending and not self._dead:
+            self._watch()
+
+    def _sent(self, written: int) -> None:
+        """Forget the frames `written` bytes completed (the lock is held)."""
+        frames = self._frames
+        while written and frames:
+            if written < frames[0][0]:
+                frames[0][0] -= written
+                return
+            written -= frames.popleft()[0]
+
+    def _discard(self) -> None:
+        """Drop what was not written, counting its spans (the lock is held)."""
+        self.dropped += sum(spans for _, spans in self._frames)
+        self._frames.clear()
+        self._pending.clear()
+
+    def _watch(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop here: the next export or shutdown writes the rest
+        loop.add_writer(self._fd, self._writable)
+        self._watching = loop
+
+    def _writable(self) -> None:
+        with self._lock:
+            self._flush()
+            if (not self._pending or self._dead) and self._watching is not None:
+                self._watching.remove_writer(self._fd)
+                self._watching = None
+
+    def _drop(self, count: int) -> None:
+        if not self.dropped:
+            _log.warning(
+                "the trace export process is behind (%d bytes waiting): dropping spans "
+                "until it catches up; `dropped` counts them",
+                len(self._pending),
+            )
+        self.dropped += count
+
+    def _gone(self) -> None:
+        self._dead = True
+        self._discard()
+        code = self.child.poll()
+        _log.error(
+            "the trace export process (pid %d) is gone (exit code %s): spans are no longer "
+            "exported; runs go on",
+            self.child.pid,
+            "unknown yet" if code is None else code,
+        )
+
+
+def _frame(context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> bytes:
+    body = pack(
+        (
+            context.trace_id,
+            context.span_id,
+            context.parent_span_id,
+            run_id,
+            [
+                (
+                    s.span_id,
+                    s.parent_id,
+                    s.name,
+                    s.kind,
+                    s.start,
+                    s.end,
+                    s.attributes,
+                    [(e.name, e.ts, e.attributes) for e in s.events],
+                    s.status,
+                    s.status_message,
+                )
+                for s in spans
+            ],
+        )
+    )
+    return _HEADER.pack(len(body)) + body
+
+
+def _spans(data: Any) -> tuple[TraceContext, str, list[SpanData]]:
+    trace_id, span_id, parent_span_id, run_id, spans = data
+    context = TraceContext(trace_id=trace_id, span_id=span_id, parent_span_id=parent_span_id)
+    return context, run_id, [_span(s) for s in spans]
+
+
+def _span(data: list[Any]) -> SpanData:
+    span_id, parent_id, name, kind, start, end, attributes, events, status, message = data
+    return SpanData(
+        span_id=span_id,
+        parent_id=parent_id,
+        name=name,
+        kind=kind,
+        start=start,
+        end=end,
+        attributes=_attributes(attributes),
+        events=tuple(SpanEvent(name=n, ts=ts, attributes=_attributes(a)) for n, ts, a in events),
+        status=status,
+        status_message=message,
+    )
+
+
+def _attributes(data: dict[str, Any]) -> dict[str, Any]:
+    """Attributes as sent; JSON made their tuples of strings lists."""
+    return {k: _value(v) for k, v in data.items()}
+
+
+def _value(value: object) -> object:
+    if isinstance(value, list):
+        return tuple(str(v) for v in cast(list[object], value))
+    return value
+
+
+def main(argv: Sequence[str] = sys.argv[1:]) -> int:
+    """The child: read frames from stdin until it ends, export them, flush, exit."""
+    from harness.observability.otel import batch_sink
+
+    logging.basicConfig(format="harness trace export: %(levelname)s %(message)s")
+    # A burst of runs arrives faster than batches of 512 go out; the SDK's default queue
+    # (2,048 spans) would drop most of it. The pipe's bound is the back-pressure here.
+    os.environ.setdefault("OTEL_BSP_MAX_QUEUE_SIZE", str(_QUEUE))
+    sink = batch_sink(argv[0] if argv else None)
+    stdin = sys.stdin.buffer
+    try:
+        while len(header := stdin.read(_HEADER.size)) == _HEADER.size:
+            (size,) = _HEADER.unpack(header)
+            body = stdin.read(size)
+            if len(body) < size:
+                break
+            sink.add(*_spans(unpack(body)))
+    finally:
+        sink.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -36,6 +36,7 @@ async def test_the_span_tree_of_a_run_with_a_retry_a_fallback_a_tool_error_and_a
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "tracer",
         "gen_ai.conversation.id": result.run_id,
+        "gen_ai.provider.name": "openai",
         "gen_ai.request.model": "gpt-main",
         "harness.strategy": "react",
         "harness.termination": "final_answer",

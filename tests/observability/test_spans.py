@@ -78,6 +78,8 @@ def test_a_model_call_that_fails_the_run_ends_its_chat_span_with_the_error_type(
     assert (chat.status, chat.status_message) == ("error", "boom")
     run = feed.named("invoke_agent ops")
     assert (run.status, run.attributes["harness.termination"]) == ("error", "error")
+    assert run.attributes["gen_ai.provider.name"] == "openai"  # required on invoke_agent too
+    assert run.attributes["gen_ai.request.model"] == "gpt-4.1-mini"
     assert (run.start, run.end) == (1.0, 2.0)
     assert feed.builder.ended
 

@@ -231,6 +231,7 @@ class TraceBuilder:
     def _started(self, event: RunEvent, p: RunStarted) -> None:
         run = self._run(event, p.agent)
         if p.model:
+            run.attributes["gen_ai.provider.name"] = self._provider(p.model)
             run.attributes["gen_ai.request.model"] = split_model(p.model)[1]
         if p.strategy:
             run.attributes["harness.strategy"] = p.strategy
@@ -297,11 +298,15 @@ class TraceBuilder:
             self._end(span_id, ts)
         self._end(self._step, ts)
 
+    def _provider(self, model: str) -> str:
+        """`gen_ai.provider.name` of `model`: from its profile, or its `openai:` prefix."""
+        source = split_model(model)[0]
+        return self._providers.get(source) or (source if source in _PROVIDERS else "unknown")
+
     def _called(self, event: RunEvent, p: ModelCalled) -> None:
         if self._chat is not None:
             self._end(self._chat, event.ts)
-        source, model = split_model(p.model or "model")
-        provider = self._providers.get(source) or (source if source in _PROVIDERS else "unknown")
+        model, provider = split_model(p.model or "model")[1], self._provider(p.model or "model")
         self._chat = self._child(event, f"chat {model}", kind="client")
         attributes = self._open[self._chat].attributes
         attributes["gen_ai.operation.name"] = "chat"

@@ -47,9 +47,12 @@ async def test_cancel_during_a_long_sandboxed_command_kills_it(
     assert history[-1].tool_calls[0].name == "bash"  # what was done is kept
     # SIGKILL was sent to the whole group before `wait` returned; a killed process may still
     # be in /proc for a moment while it exits (it would stay 50 s if it had not been killed).
-    async with asyncio.timeout(5):
-        while _sleeping():
-            await asyncio.sleep(0.02)
+    for _ in range(250):  # 5 s
+        if not _sleeping():
+            break
+        await asyncio.sleep(0.02)
+    left = [_described(proc) for proc in _sleeping()]
+    assert not left, f"still running 5 s after the cancel: {left}"
 
 
 async def _started_sleeping(h: Harness, run_id: str) -> None:
@@ -59,6 +62,17 @@ async def _started_sleeping(h: Harness, run_id: str) -> None:
 
 def _sleeping() -> list[Path]:
     return [p for p in Path("/proc").iterdir() if p.name.isdigit() and _is_sandboxed_sleep(p)]
+
+
+def _described(proc: Path) -> str:
+    """What a process is, for a failure message: its command, state, parent and pid namespaces."""
+    try:
+        status = (proc / "status").read_text().splitlines()
+        command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return f"{proc.name}: gone"
+    keep = ("State:", "PPid:", "NSpid:", "NSpgid:", "NSsid:", "Uid:")
+    return f"{proc.name} {command!r} " + "; ".join(s for s in status if s.startswith(keep))
 
 
 def _is_sandboxed_sleep(proc: Path) -> bool:

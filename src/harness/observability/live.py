@@ -15,15 +15,17 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
-from harness.core.events import RunEvent
+from harness.core.events import RunCancelled, RunEvent, RunFailed, RunFinished, RunPaused
 from harness.observability.context import Sampler, TraceContext
 from harness.observability.spans import SpanData, TraceBuilder
 
 __all__ = ["LiveTraces", "SpanExport", "StoredRun"]
 
 _log = logging.getLogger(__name__)
-_ENDS = frozenset({"run_finished", "run_failed", "run_cancelled", "run_paused"})
+_ENDS: Final = (RunFinished, RunFailed, RunCancelled, RunPaused)
+"""Events after which a run is no longer followed here (a paused one is looked up again)."""
 
 
 class SpanExport:
@@ -126,13 +128,13 @@ class LiveTraces:
 
     def _feed(self, run_id: str, run: _Run, event: RunEvent) -> None:
         if run.context is not None and not run.context.sampled:
-            if event.type in _ENDS:
+            if isinstance(event.payload, _ENDS):
                 self._runs.pop(run_id, None)
             return
         spans = run.builder.feed(event)
         if spans and run.context is not None and run.context.sampled:
             self.export.export(run.context, run_id, spans)
-        if run.builder.ended or event.type == "run_paused":
+        if run.builder.ended or isinstance(event.payload, RunPaused):
             self._runs.pop(run_id, None)  # a resumed run is looked up again
 
     def _learn(self, event: RunEvent) -> None:

@@ -77,7 +77,8 @@ def _described(proc: Path) -> str:
 
 def _is_sandboxed_sleep(proc: Path) -> bool:
     try:
-        return (proc / "cmdline").read_bytes().startswith(b"sleep\x005")
+        # Exactly this test's commands: a `sleep 500` of someone else's shell is not ours.
+        return (proc / "cmdline").read_bytes() in (b"sleep\x0050\x00", b"sleep\x0051\x00")
     except OSError:
         return False
 

@@ -1,6 +1,7 @@
 """The durable runtime under load: per-run cost, concurrency, queueing and takeover.
 
     python bench/runtime.py [--runs 1000] [--concurrent 1000] [--queued 10000] [--takeover 1000]
+    python bench/runtime.py --only queued,takeover,memory    # some of the measures
 
 Scenario of ../shared/bench/peers: model → tool → model with an in-process model; every
 event and message of every run is committed to SQLite (WAL) under a scratch HARNESS_HOME.
@@ -11,15 +12,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import resource
 import sqlite3
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 from harness import Agent, Harness, Message, ModelRequest, tool
+from harness.core.states import RunState
 from harness.gateway.scripted import FunctionModel, call, reply
 from harness.runtime import Settings
 
@@ -88,19 +92,32 @@ async def concurrent_ms(runs: int, latency: float, home: Path) -> tuple[float, f
 
 
 async def queued_s(runs: int, concurrency: int, home: Path) -> float:
+    """Queue `runs` runs first, then time one process executing them `concurrency` at a time."""
+    async with Harness(Settings(home=home), execute=False, max_queue=runs + 1) as h:
+        for _ in range(runs):
+            await h.submit(agent(0), "What is 2 + 3?")
+    start = time.perf_counter()
     async with Harness(
-        Settings(home=home), max_concurrent=concurrency, max_queue=runs + 1, adopt=False
-    ) as h:
-        bench = agent(0)
-        ids = [await h.submit(bench, "What is 2 + 3?") for _ in range(runs)]
-        start = time.perf_counter()
-        for run_id in ids:
-            await h.wait(run_id)
+        Settings(home=home), agents=(agent(0),), max_concurrent=concurrency
+    ) as worker:
+        await all_finished(worker, runs)
         return time.perf_counter() - start
 
 
-async def takeover_s(runs: int, home: Path) -> float:
-    """Start runs in a process that is then killed; time until another finishes them all."""
+async def all_finished(h: Harness, runs: int) -> None:
+    """Return once `runs` runs are COMPLETED, each with the answer 5."""
+    while await h.store.count_runs(RunState.COMPLETED) < runs:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    done = await h.store.list_runs(state=RunState.COMPLETED, limit=None)
+    assert len(done) == runs
+    assert all(r.result == "5" for r in done)
+
+
+async def takeover_s(runs: int, home: Path) -> tuple[float, float]:
+    """Start runs in a process that is then killed; time until another finishes them all.
+
+    Returns the seconds from the SIGKILL, and from the moment the last lease expired.
+    """
     here, home_text = str(Path(__file__).parent), str(home)
     script = "\n".join([
         f"import asyncio, sys; sys.path.insert(0, {here!r})",
@@ -117,7 +134,8 @@ async def takeover_s(runs: int, home: Path) -> float:
         "asyncio.run(main())",
     ])  # fmt: skip
     async with Harness(Settings(home=home), execute=False, max_queue=runs + 1) as h:
-        ids = [await h.submit(agent(0), "What is 2 + 3?") for _ in range(runs)]
+        for _ in range(runs):
+            await h.submit(agent(0), "What is 2 + 3?")
         victim = await asyncio.create_subprocess_exec(
             sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE
         )
@@ -127,40 +145,129 @@ async def takeover_s(runs: int, home: Path) -> float:
             await asyncio.sleep(0.05)
         victim.kill()
         await victim.wait()
-        start = time.perf_counter()
-        async with Harness(
-            Settings(home=home), agents=(agent(0),), max_concurrent=runs, lease_s=1.0
-        ) as heir:
-            for run_id in ids:
-                assert (await heir.wait(run_id)).output == "5"
-        return time.perf_counter() - start
+        killed, wall = time.time(), time.perf_counter()
+        leases = [r.lease_expires_at or killed for r in await h.list(state="running", limit=runs)]
+    expired = max(killed, *leases) - killed
+    async with Harness(
+        Settings(home=home), agents=(agent(0),), max_concurrent=runs, lease_s=1.0
+    ) as heir:
+        await all_finished(heir, runs)
+        took = time.perf_counter() - wall
+        return took, took - expired
+
+
+async def parked_kib(runs: int, home: Path) -> tuple[float, float]:
+    """Memory per in-flight run: `runs` runs parked in their second model call.
+
+    Returns KiB per run of Python heap (tracemalloc, here) and of RSS (in a fresh process:
+    here the heap already grew for the measures before, so RSS would not move).
+    """
+    heap = await _parked(runs, home, traced=True) / runs / 1024
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--rss-of-parked", str(runs), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await child.communicate()
+    return heap, float(out)
+
+
+async def _parked(runs: int, home: Path, *, traced: bool) -> int:
+    gate, parked = asyncio.Event(), [0]
+
+    async def model(request: ModelRequest) -> Message:
+        last = request.messages[-1]
+        if last.role != "tool":
+            return reply(None, call("add", ARGS))
+        parked[0] += 1
+        await gate.wait()
+        return reply(last.content)
+
+    bench = Agent(name="parked", model=FunctionModel(model), tools=[add])
+    async with Harness(
+        Settings(home=home), max_concurrent=runs + 1, max_queue=runs + 1, adopt=False
+    ) as h:
+        warm = asyncio.ensure_future(h.run(bench, "warm up"))
+        while parked[0] < 1:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        gate.set()
+        await warm
+        gate.clear()
+        parked[0] = 0
+        gc.collect()
+        if traced:
+            tracemalloc.start()
+        before = _heap() if traced else _rss()
+        flights = [asyncio.ensure_future(h.run(bench, "What is 2 + 3?")) for _ in range(runs)]
+        while parked[0] < runs:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)  # let every commit of the first step land
+        gc.collect()
+        grown = (_heap() if traced else _rss()) - before
+        tracemalloc.stop()
+        gate.set()
+        assert all(r.output == "5" for r in await asyncio.gather(*flights))
+        return grown
+
+
+def _heap() -> int:
+    return tracemalloc.get_traced_memory()[0]
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize()
+
+
+async def rss_of_parked(runs: int) -> None:
+    """Print the RSS growth per parked run, in KiB, of this (fresh) process."""
+    with tempfile.TemporaryDirectory() as scratch:
+        print(await _parked(runs, Path(scratch), traced=False) / runs / 1024)
 
 
 async def main(args: argparse.Namespace) -> None:
+    if args.rss_of_parked:
+        return await rss_of_parked(args.rss_of_parked)
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch)
-        homes = [home / name for name in ("raw", "seq", "conc", "queue", "takeover")]
+        homes = [home / name for name in ("raw", "seq", "conc", "queue", "takeover", "park")]
         for path in homes:
             path.mkdir()
-        raw = raw_durable_us(args.runs, homes[0])
-        seq = await sequential_us(args.runs, homes[1])
-        wall, rss = await concurrent_ms(args.concurrent, args.latency, homes[2])
-        queued = await queued_s(args.queued, 100, homes[3])
-        takeover = await takeover_s(args.takeover, homes[4])
+        rows: list[str] = []
+        if "loop" in args.only:
+            raw = raw_durable_us(args.runs, homes[0])
+            seq = await sequential_us(args.runs, homes[1])
+            rows += [
+                f"raw durable loop (4 SQLite rows per run), µs/run | {raw:.0f}",
+                f"harness durable run (every event and message committed), µs/run | {seq:.0f}",
+                f"ratio to the raw durable loop | {seq / raw:.1f}×",
+            ]
+        if "concurrent" in args.only:
+            wall, rss = await concurrent_ms(args.concurrent, args.latency, homes[2])
+            rows += [
+                f"{args.concurrent:,} concurrent durable runs, {args.latency * 1e3:.0f} ms model "
+                f"latency: wall ms (floor {2 * args.latency * 1e3:.0f}) | {wall:.0f}",
+                f"RSS growth during that burst, MiB | {rss:.1f}",
+            ]
+        if "memory" in args.only:
+            heap, rss_run = await parked_kib(args.concurrent, homes[5])
+            rows.append(
+                f"memory per in-flight run ({args.concurrent:,} parked mid-run), KiB/run: "
+                f"Python heap (tracemalloc) / RSS | {heap:.1f} / {rss_run:.1f}"
+            )
+        if "queued" in args.only:
+            queued = await queued_s(args.queued, 100, homes[3])
+            rows.append(
+                f"{args.queued:,} runs queued, then executed 100 at a time: s | {queued:.2f}"
+            )
+        if "takeover" in args.only:
+            took, after_lease = await takeover_s(args.takeover, homes[4])
+            rows.append(
+                f"takeover of {args.takeover:,} in-flight runs after a SIGKILL (lease 1 s), s to "
+                f"finish them all: from the kill / from the last lease's expiry | "
+                f"{took:.2f} / {after_lease:.2f}"
+            )
     print("| measure | value |\n|---|---:|")
-    print(f"| raw durable loop (4 SQLite rows per run), µs/run | {raw:.0f} |")
-    print(f"| harness durable run (every event and message committed), µs/run | {seq:.0f} |")
-    print(f"| ratio to the raw durable loop | {seq / raw:.1f}× |")
-    print(
-        f"| {args.concurrent:,} concurrent durable runs, {args.latency * 1e3:.0f} ms model "
-        f"latency: wall ms (floor {2 * args.latency * 1e3:.0f}) | {wall:.0f} |"
-    )
-    print(f"| RSS growth during that burst, MiB | {rss:.1f} |")
-    print(f"| {args.queued:,} queued runs, 100 at a time: s | {queued:.1f} |")
-    print(
-        f"| takeover of {args.takeover:,} in-flight runs after a SIGKILL (lease 1 s), s to "
-        f"finish them all | {takeover:.1f} |"
-    )
+    for row in rows:
+        print(f"| {row} |")
 
 
 if __name__ == "__main__":
@@ -170,4 +277,11 @@ if __name__ == "__main__":
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--queued", type=int, default=10_000)
     parser.add_argument("--takeover", type=int, default=1000)
+    parser.add_argument(
+        "--only",
+        type=lambda text: set(text.split(",")),
+        default={"loop", "concurrent", "memory", "queued", "takeover"},
+        help="comma-separated: loop, concurrent, memory, queued, takeover",
+    )
+    parser.add_argument("--rss-of-parked", type=int, default=0, help=argparse.SUPPRESS)
     asyncio.run(main(parser.parse_args()))

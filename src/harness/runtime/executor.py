@@ -13,8 +13,9 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from harness.agent.loop import AgentLoop
@@ -85,6 +86,11 @@ class RunExecutor:
         self._results: dict[str, asyncio.Future[RunResult | None]] = {}
         self._early: dict[str, list[Control]] = {}
         self._models: dict[str, str] = {}
+        self._running: Counter[str] = Counter()
+        """Runs executing here, by model."""
+        self._mixed = False
+        """The queue held runs this process cannot take at the last claim."""
+        self._expired_checked = -_POLL_S
         self._reserved: list[str] = []
         """Models of runs being created to start here at once (see `reserve`)."""
         self._wake = asyncio.Event()
@@ -128,34 +134,82 @@ class RunExecutor:
 
     async def _pump(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_POLL_S):
-                    await self._wake.wait()
             self._wake.clear()
             try:
                 await self._claim()
             except Exception:
                 _log.exception("claiming runs failed; trying again")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_POLL_S):
+                    await self._wake.wait()
 
     async def _claim(self) -> None:
+        """Claim as many runs as there is room for, in one statement per kind, and start them."""
         free = self._max - len(self._handles) - len(self._reserved)
         if free <= 0:
             return
         if self._adopt:
-            candidates = await self._store.list_runs(state=RunState.PENDING, limit=10 * self._max)
-            candidates += await self._store.expired_runs()
-            wanted = [r.run_id for r in candidates if self._runnable(r)]
+            claimed = await self._claim_expired(free)
+            claimed += await self._claim_pending(free - len(claimed))
         else:  # only our own runs that wait for room: the claim checks their state
             wanted = [run_id for run_id in self.own if run_id not in self._handles]
+            claimed = await self._claim_ids(wanted, free)
+        new = [r for r in claimed if r.run_id not in self._handles]
+        history = await self._history(new)
+        refused: list[str] = []
+        for record in new:
+            if record.run_id in self._handles:
+                continue
+            if self._fits(record):
+                self._start_task(record, events=history.get(record.run_id, []))
+            else:
+                refused.append(record.run_id)
+        if refused:
+            await self._store.release(self._owner, refused)
+
+    async def _claim_expired(self, free: int) -> list[RunRecord]:
+        """Runs whose owner died, looked for at most once per poll: leases expire with time."""
+        now = time.monotonic()
+        if free <= 0 or now < self._expired_checked + _POLL_S:
+            return []
+        self._expired_checked = now
+        wanted = [r.run_id for r in await self._store.expired_runs() if self._runnable(r)]
+        return await self._claim_ids(wanted, free)
+
+    async def _claim_pending(self, free: int) -> list[RunRecord]:
+        """The first queued runs, by priority then age, in one statement.
+
+        When the queue holds runs this process cannot take (an agent it does not know, a
+        model at its limit), those come back first every time: then the claim is limited
+        to the runs it can take, among the newest queued, until the queue is clear again.
+        """
+        if free <= 0:
+            return []
+        if not self._mixed:
+            claimed = await self._store.claim(
+                self._owner, lease_s=self._lease_s, states=(RunState.PENDING,), limit=free
+            )
+            self._mixed = any(r.run_id not in self._handles and not self._fits(r) for r in claimed)
+            return claimed
+        candidates = await self._store.list_runs(state=RunState.PENDING, limit=10 * self._max)
+        wanted = [r.run_id for r in candidates if self._runnable(r)]
+        self._mixed = len(wanted) < len(candidates)
+        return await self._claim_ids(wanted, free)
+
+    async def _claim_ids(self, wanted: list[str], free: int) -> list[RunRecord]:
         if not wanted:
-            return
-        for record in await self._store.claim(
+            return []
+        return await self._store.claim(
             self._owner, lease_s=self._lease_s, run_ids=wanted, limit=free
-        ):
-            if record.run_id not in self._handles and self._model_has_room(record.model):
-                self._start_task(record)
-            elif record.run_id not in self._handles:
-                await self._store.release(self._owner, [record.run_id])
+        )
+
+    async def _history(self, records: list[RunRecord]) -> dict[str, list[RunEvent]]:
+        """The events of the claimed runs that ran before, in one read, by run."""
+        ran = [r.run_id for r in records if r.state != RunState.PENDING or r.last_seq > 1]
+        by_run: dict[str, list[RunEvent]] = {}
+        for event in await self._store.events_of_runs(ran) if ran else ():
+            by_run.setdefault(event.run_id, []).append(event)
+        return by_run
 
     def reserve(self, model: str | None) -> bool:
         """Hold a slot for a run of `model` about to be created leased to this process.
@@ -179,35 +233,47 @@ class RunExecutor:
         """Start a run created leased to this process, in the slot `reserve` held."""
         self.unreserve(record.model)
         if record.run_id not in self._handles:
-            self._start_task(record, messages)
+            self._start_task(record, messages=messages)
 
     def result_of(self, run_id: str) -> asyncio.Future[RunResult | None] | None:
         """The result of a run executing here, when it ends (`None`: ask the store)."""
         return self._results.get(run_id)
 
-    def _start_task(self, record: RunRecord, messages: list[Message] | None = None) -> None:
+    def _start_task(
+        self,
+        record: RunRecord,
+        *,
+        messages: list[Message] | None = None,
+        events: list[RunEvent] | None = None,
+    ) -> None:
+        """Execute `record`: launched with its `messages`, or claimed with its `events`."""
         if self._on_start is not None:
             self._on_start(record)
         handle = RunHandle(run_id=record.run_id)
         self._handles[record.run_id] = handle
-        self._models[record.run_id] = record.model or ""
+        model = record.model or ""
+        self._models[record.run_id] = model
+        self._running[model] += 1
         self._results[record.run_id] = asyncio.get_running_loop().create_future()
-        handle.task = asyncio.create_task(self._execute(record, handle, messages))
+        handle.task = asyncio.create_task(self._execute(record, handle, messages, events))
         for control in self._early.pop(record.run_id, ()):
             self._obey(control)
 
     def _runnable(self, record: RunRecord) -> bool:
         if not self._adopt and record.run_id not in self.own:
             return False
+        return record.run_id not in self._handles and self._fits(record)
+
+    def _fits(self, record: RunRecord) -> bool:
+        """Whether this process knows the run's agent and its model has room."""
         known = record.agent in self._agents or bool(record.metadata.get("agent"))
-        return known and record.run_id not in self._handles and self._model_has_room(record.model)
+        return known and self._model_has_room(record.model)
 
     def _model_has_room(self, model: str | None) -> bool:
         limit = self._model_limits.get(model or "")
         if limit is None:
             return True
-        running = sum(1 for m in self._models.values() if m == (model or ""))
-        return running + self._reserved.count(model or "") < limit
+        return self._running[model or ""] + self._reserved.count(model or "") < limit
 
     async def _renew(self) -> None:
         while True:
@@ -263,11 +329,15 @@ class RunExecutor:
             handle.decide(str(payload.get("call_id")), decision)
 
     async def _execute(
-        self, record: RunRecord, handle: RunHandle, messages: list[Message] | None
+        self,
+        record: RunRecord,
+        handle: RunHandle,
+        messages: list[Message] | None,
+        events: list[RunEvent] | None,
     ) -> None:
         result: RunResult | None = None
         try:
-            result = await self._execute_claimed(record, handle, messages)
+            result = await self._execute_claimed(record, handle, messages, events)
         except asyncio.CancelledError:
             if handle.cancelled_by is not None:  # a cancel that landed outside the loop
                 await self._end(
@@ -295,7 +365,9 @@ class RunExecutor:
             )
         finally:
             self._handles.pop(record.run_id, None)
-            self._models.pop(record.run_id, None)
+            model = self._models.pop(record.run_id, None)
+            if model is not None:
+                self._running[model] -= 1
             self.own.discard(record.run_id)
             done = self._results.pop(record.run_id, None)
             if done is not None and not done.done():
@@ -314,7 +386,11 @@ class RunExecutor:
         return True
 
     async def _execute_claimed(
-        self, record: RunRecord, handle: RunHandle, messages: list[Message] | None
+        self,
+        record: RunRecord,
+        handle: RunHandle,
+        messages: list[Message] | None,
+        events: list[RunEvent] | None,
     ) -> RunResult | None:
         run_id = record.run_id
         agent = self._agents.get(record.agent) or agent_from_metadata(record.metadata["agent"])
@@ -342,9 +418,8 @@ class RunExecutor:
             audit=self._audit or sink,
             results=StoredResults(self._store, sink),
         )
-        fresh = messages is not None and record.last_seq <= 1
         history = messages if messages is not None else await self._store.messages(run_id)
-        left = _LeftOff() if fresh else await self._left_off(run_id)
+        left = _left_off(events or ())
         if left.not_started:
             await self._redeliver(run_id, handle, left.not_started)
         try:
@@ -413,23 +488,6 @@ class RunExecutor:
                     ),
                 )
 
-    async def _left_off(self, run_id: str) -> _LeftOff:
-        """Where a resumed run left off, from its events."""
-        left, segments = _LeftOff(), _Segments()
-        for event in await self._store.events(run_id):
-            match event.payload:
-                case ApprovalRequested(call_id=call_id):
-                    left.not_started.add(call_id)
-                case ApprovalDecided(call_id=call_id):
-                    left.not_started.discard(call_id)
-                case ContextCompacted(state=state) as compacted if state is not None:
-                    left.context = ContextState.from_event(compacted)
-                case _:
-                    pass
-            segments.see(event)
-        left.elapsed_s = segments.total()
-        return left
-
     async def _end(self, run_id: str, event: NewEvent, state: str, update: RunUpdate) -> None:
         """End a run outside the loop — only while it is still ours (a fenced write)."""
         task = asyncio.current_task()
@@ -470,6 +528,24 @@ def _unrecorded(run_id: str, exc: StoreError) -> StoreError:
         "`harness worker` to take over once the store can be written again",
         retryable=exc.retryable,
     )
+
+
+def _left_off(events: Iterable[RunEvent]) -> _LeftOff:
+    """Where a resumed run left off, from the events it had when it was claimed."""
+    left, segments = _LeftOff(), _Segments()
+    for event in events:
+        match event.payload:
+            case ApprovalRequested(call_id=call_id):
+                left.not_started.add(call_id)
+            case ApprovalDecided(call_id=call_id):
+                left.not_started.discard(call_id)
+            case ContextCompacted(state=state) as compacted if state is not None:
+                left.context = ContextState.from_event(compacted)
+            case _:
+                pass
+        segments.see(event)
+    left.elapsed_s = segments.total()
+    return left
 
 
 @dataclass(kw_only=True)

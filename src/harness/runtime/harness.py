@@ -281,7 +281,6 @@ class Harness:
                 )
         self.register(agent)
         run_id = new_id("run")
-        self._finished[run_id] = asyncio.Event()
         trace = await self._new_trace(parent_run_id)
         if trace.parent_span_id is not None:
             metadata["trace_caller"] = trace.parent_span_id
@@ -378,18 +377,21 @@ class Harness:
         async with asyncio.timeout(timeout):
             local = self._executor.result_of(run_id) if self._executor else None
             if local is not None and (result := await local) is not None:
-                self._finished.pop(run_id, None)
                 return result
-            while True:
-                record = await self._record(run_id)
-                if record.state in TERMINAL_STATES:
-                    self._finished.pop(run_id, None)
-                    return await self._result(record)
-                finished = self._finished.setdefault(run_id, asyncio.Event())
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(0.5):  # runs executed elsewhere are polled
-                        await finished.wait()
-                finished.clear()
+            # Watched before the state is read: an end published in between is not missed.
+            finished = self._finished.setdefault(run_id, asyncio.Event())
+            try:
+                while True:
+                    record = await self._record(run_id)
+                    if record.state in TERMINAL_STATES:
+                        return await self._result(record)
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(0.5):  # runs executed elsewhere are polled
+                            await finished.wait()
+                    finished.clear()
+            finally:
+                if self._finished.get(run_id) is finished:
+                    del self._finished[run_id]
 
     async def get(self, run_id: str) -> RunRecord:
         """The run as the store knows it."""

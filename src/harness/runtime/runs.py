@@ -26,7 +26,7 @@ from harness.tools.approvals import (
 __all__ = ["RunHandle", "agent_from_metadata", "agent_metadata", "result_data"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RunHandle:
     """A run executing in this process: its task and the requests waiting on it."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -70,7 +70,7 @@ class StoreSink:
         self._store, self._bus, self.run_id, self._owner = store, bus, run_id, owner
         self._events: list[NewEvent] = []
         self._messages: list[Message] = []
-        self._audit: list[dict[str, Any]] = []
+        self._audit: list[AuditRecord] = []
         self._blobs: dict[str, str] = {}
         self._state: str | None = None
         self._pause_requested = pause_requested
@@ -97,7 +97,7 @@ class StoreSink:
 
     def record(self, entry: AuditRecord) -> None:
         """Keep one audit record; it commits with the step (the sink is an `AuditLog`)."""
-        self._audit.append(json.loads(entry.to_json()))
+        self._audit.append(entry)
 
     def blob(self, key: str, text: str) -> None:
         """Keep one large text (a full tool result) for the next commit."""
@@ -145,7 +145,7 @@ class StoreSink:
                 run_id=self.run_id,
                 events=events,
                 messages=messages,
-                audit=audit,
+                audit=[_audit_row(entry) for entry in audit],
                 blobs=blobs,
                 update=update,
                 owner=self._owner,
@@ -161,3 +161,11 @@ class StoreSink:
         self._unsaved_reply = False
         for event in written:  # as the store numbered them: never an event that may be lost
             self._bus.publish(event)
+
+
+_AUDIT_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(AuditRecord))
+
+
+def _audit_row(entry: AuditRecord) -> dict[str, Any]:
+    """The record as the store keeps it: its fields, all plain JSON values."""
+    return {name: getattr(entry, name) for name in _AUDIT_FIELDS}

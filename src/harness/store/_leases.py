@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from harness.store._notices import notify
 from harness.store._rows import CONTROL_COLUMNS, RUN_COLUMNS, control_from_row, run_from_row, wrap
-from harness.store._sql import Db, Dialect, marks
+from harness.store._sql import Db, Dialect, Row, marks
 from harness.store.errors import StoreConflict
 from harness.store.protocol import Control, ControlKind, RunRecord
 
 __all__ = ["claim", "release", "renew", "send_control", "take_controls"]
+
+_OWNER: Final = RUN_COLUMNS.split(", ").index("owner")
+"""Where `owner` is in a row of `RUN_COLUMNS`; `lease_expires_at` follows it."""
 
 
 def claim(
@@ -30,11 +33,15 @@ def claim(
     limit: int,
     now: float,
 ) -> list[RunRecord]:
-    """Lease to `owner` the runs in `states` that are free, expired, or already its own."""
+    """Lease to `owner` the runs in `states` that are free, expired, or already its own.
+
+    Two statements however many runs: one reads the rows to take, in claim order, locking
+    them (PostgreSQL skips rows another claimer holds); one leases them all.
+    """
     if not states or (run_ids is not None and not run_ids) or limit <= 0:
         return []
     sql = (
-        f"SELECT run_id, owner FROM runs WHERE state IN ({marks(len(states))}) "
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE state IN ({marks(len(states))}) "
         "AND (owner IS NULL OR owner = ? OR lease_expires_at <= ?)"
     )
     params: list[object] = [*(str(state) for state in states), owner, now]
@@ -42,32 +49,33 @@ def claim(
         sql += f" AND run_id IN ({marks(len(run_ids))})"
         params.extend(run_ids)
     sql += " ORDER BY priority DESC, created_at, run_id LIMIT ?" + d.skip_locked
-    before: dict[str, str | None] = {row[0]: row[1] for row in db.query(sql, (*params, limit))}
-    ids = list(before)
-    if not ids:
+    rows = db.query(sql, (*params, limit))
+    if not rows:
         return []
-    where = f"run_id IN ({marks(len(ids))})"
+    lease = now + lease_s
     db.execute(
-        f"UPDATE runs SET owner = ?, lease_expires_at = ? WHERE {where}",
-        (owner, now + lease_s, *ids),
+        f"UPDATE runs SET owner = ?, lease_expires_at = ? WHERE run_id IN ({marks(len(rows))})",
+        (owner, lease, *(row[0] for row in rows)),
     )
-    rows = db.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE {where}", ids)
-    order = {run_id: i for i, run_id in enumerate(ids)}
-    claimed = (replace(run_from_row(row), previous_owner=before[row[0]]) for row in rows)
-    return sorted(claimed, key=lambda r: order[r.run_id])
+    return [_leased(row, owner, lease) for row in rows]
+
+
+def _leased(row: Row, owner: str, lease: float) -> RunRecord:
+    """The run of `row` as it is once leased to `owner`, naming who held it before."""
+    taken = (*row[:_OWNER], owner, lease, *row[_OWNER + 2 :])
+    return replace(run_from_row(taken), previous_owner=row[_OWNER])
 
 
 def renew(db: Db, owner: str, run_ids: Collection[str], *, lease_s: float, now: float) -> list[str]:
-    """Extend `owner`'s leases on `run_ids`; returns the ids it still holds."""
+    """Extend `owner`'s leases on `run_ids`, in one statement; returns the ids it still holds."""
     if not run_ids:
         return []
-    where = f"owner = ? AND run_id IN ({marks(len(run_ids))})"
-    db.execute(
-        f"UPDATE runs SET lease_expires_at = ? WHERE {where}", (now + lease_s, owner, *run_ids)
+    rows = db.query(
+        f"UPDATE runs SET lease_expires_at = ? WHERE owner = ? "
+        f"AND run_id IN ({marks(len(run_ids))}) RETURNING run_id",
+        (now + lease_s, owner, *run_ids),
     )
-    return sorted(
-        row[0] for row in db.query(f"SELECT run_id FROM runs WHERE {where}", (owner, *run_ids))
-    )
+    return sorted(row[0] for row in rows)
 
 
 def release(db: Db, owner: str, run_ids: Collection[str] | None) -> None:

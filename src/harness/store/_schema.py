@@ -167,6 +167,13 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         description="runs.trace_parent: the W3C traceparent of the run's span",
         statements=("ALTER TABLE runs ADD COLUMN trace_parent TEXT",),
     ),
+    Migration(
+        version=7,
+        description="runs_claim_order: claims read queued runs in their order, without a sort",
+        statements=(
+            "CREATE INDEX runs_claim_order ON runs (state, priority DESC, created_at, run_id)",
+        ),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

@@ -15,8 +15,9 @@ import dataclasses
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
 
 from harness.agent.loop import AgentLoop
 from harness.agent.spec import AgentSpec
@@ -473,7 +474,7 @@ class RunExecutor:
             )
         )
 
-    async def _redeliver(self, run_id: str, handle: RunHandle, asked: set[str]) -> None:
+    async def _redeliver(self, run_id: str, handle: RunHandle, asked: frozenset[str]) -> None:
         """Hand the run the decisions already recorded for calls it asks about again.
 
         A previous owner may have taken a decision's control and died before the run
@@ -530,34 +531,41 @@ def _unrecorded(run_id: str, exc: StoreError) -> StoreError:
     )
 
 
-def _left_off(events: Iterable[RunEvent]) -> _LeftOff:
+def _left_off(events: Sequence[RunEvent]) -> _LeftOff:
     """Where a resumed run left off, from the events it had when it was claimed."""
-    left, segments = _LeftOff(), _Segments()
+    if not events:
+        return _FRESH
+    asked: set[str] = set()
+    context: ContextState | None = None
+    segments = _Segments()
     for event in events:
         match event.payload:
             case ApprovalRequested(call_id=call_id):
-                left.not_started.add(call_id)
+                asked.add(call_id)
             case ApprovalDecided(call_id=call_id):
-                left.not_started.discard(call_id)
+                asked.discard(call_id)
             case ContextCompacted(state=state) as compacted if state is not None:
-                left.context = ContextState.from_event(compacted)
+                context = ContextState.from_event(compacted)
             case _:
                 pass
         segments.see(event)
-    left.elapsed_s = segments.total()
-    return left
+    return _LeftOff(not_started=frozenset(asked), context=context, elapsed_s=segments.total())
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class _LeftOff:
     """Where a resumed run left off."""
 
-    not_started: set[str] = field(default_factory=lambda: set[str]())
+    not_started: frozenset[str] = frozenset()
     """Calls that were waiting for a decision when it stopped (they never ran)."""
     context: ContextState | None = None
     """The state of its last context compaction, if any."""
     elapsed_s: float = 0.0
     """The time it executed before, counted against `Limits.max_seconds`."""
+
+
+_FRESH: Final = _LeftOff()
+"""Where a run that never started stands: shared, nothing to keep per run."""
 
 
 class _Segments:

@@ -1,10 +1,10 @@
 """`RunExecutor`: claims runs from the store, executes them, keeps their leases, obeys controls.
 
 Three background tasks: the pump claims runs when there is room (pending runs of known
-agents, and runs whose owner's lease expired), the renewer keeps this process's leases
-alive, and the control reader delivers pause, cancel, approve and deny requests that any
-process sent through the store: at once when the store announces them (PostgreSQL's
-LISTEN/NOTIFY), otherwise at the next poll.
+agents, and runs whose owner's lease expired), a batch per statement; the renewer keeps
+this process's leases alive; the control reader delivers pause, cancel, approve and deny
+requests that any process sent through the store: at once when the store announces them
+(PostgreSQL's LISTEN/NOTIFY), otherwise at the next poll.
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ class RunExecutor:
         self._mixed = False
         """The queue held runs this process cannot take at the last claim."""
         self._expired_checked = -_POLL_S
+        """When expired leases were last looked for (`time.monotonic()`)."""
         self._reserved: list[str] = []
         """Models of runs being created to start here at once (see `reserve`)."""
         self._wake = asyncio.Event()

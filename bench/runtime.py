@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import resource
@@ -117,12 +118,42 @@ async def all_finished(h: Harness, runs: int) -> None:
     assert all(r.result == "5" for r in done)
 
 
-async def takeover_s(runs: int, home: Path) -> tuple[float, float, float]:
+async def takeover_s(runs: int, home: Path, *, standby: bool) -> tuple[float, float, float]:
     """Start runs in a process that is then killed; time until another finishes them all.
 
-    Returns the seconds from the SIGKILL, from the moment the last lease expired, and the
-    CPU seconds of the process that took them over (this one).
+    The other process is opened after the kill, or (`standby`) is a worker that was open
+    and had run a run before it. Returns the seconds from the SIGKILL, from the moment the
+    last lease expired, and the CPU seconds of the process that took them over (this one).
     """
+    async with (
+        Harness(Settings(home=home), execute=False, max_queue=runs + 1) as h,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        for _ in range(runs):
+            await h.submit(agent(0), "What is 2 + 3?")
+        victim = await _victim(runs, home)
+        while len(await h.list(state="running", limit=runs)) < runs:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        heir = await stack.enter_async_context(_heir(runs, home)) if standby else None
+        if heir is not None:
+            assert (await heir.run(agent(0), "What is 2 + 3?")).output == "5"
+        victim.kill()
+        await victim.wait()
+        killed, wall, cpu = time.time(), time.perf_counter(), time.process_time()
+        leases = [r.lease_expires_at or killed for r in await h.list(state="running", limit=runs)]
+        expired = max(killed, *leases) - killed
+        heir = heir or await stack.enter_async_context(_heir(runs, home))
+        await all_finished(heir, runs + standby)
+        took = time.perf_counter() - wall
+        return took, took - expired, time.process_time() - cpu
+
+
+def _heir(runs: int, home: Path) -> Harness:
+    return Harness(Settings(home=home), agents=(agent(0),), max_concurrent=runs, lease_s=1.0)
+
+
+async def _victim(runs: int, home: Path) -> asyncio.subprocess.Process:
+    """A process that claims the queued runs and parks them in their first model call."""
     here, home_text = str(Path(__file__).parent), str(home)
     script = "\n".join([
         f"import asyncio, sys; sys.path.insert(0, {here!r})",
@@ -138,28 +169,12 @@ async def takeover_s(runs: int, home: Path) -> tuple[float, float, float]:
         "        await asyncio.Event().wait()",
         "asyncio.run(main())",
     ])  # fmt: skip
-    async with Harness(Settings(home=home), execute=False, max_queue=runs + 1) as h:
-        for _ in range(runs):
-            await h.submit(agent(0), "What is 2 + 3?")
-        victim = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE
-        )
-        assert victim.stdout is not None
-        assert (await victim.stdout.readline()).strip() == b"ready"
-        while len(await h.list(state="running", limit=runs)) < runs:  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
-        victim.kill()
-        await victim.wait()
-        killed, wall = time.time(), time.perf_counter()
-        leases = [r.lease_expires_at or killed for r in await h.list(state="running", limit=runs)]
-    expired = max(killed, *leases) - killed
-    cpu = time.process_time()
-    async with Harness(
-        Settings(home=home), agents=(agent(0),), max_concurrent=runs, lease_s=1.0
-    ) as heir:
-        await all_finished(heir, runs)
-        took = time.perf_counter() - wall
-        return took, took - expired, time.process_time() - cpu
+    victim = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE
+    )
+    assert victim.stdout is not None
+    assert (await victim.stdout.readline()).strip() == b"ready"
+    return victim
 
 
 async def parked_kib(runs: int, home: Path) -> tuple[float, float]:
@@ -266,12 +281,15 @@ async def main(args: argparse.Namespace) -> None:
                 f"{queued:.2f} ({queued_cpu:.2f})"
             )
         if "takeover" in args.only:
-            took, after_lease, took_cpu = await takeover_s(args.takeover, homes[4])
-            rows.append(
-                f"takeover of {args.takeover:,} in-flight runs after a SIGKILL (lease 1 s), s to "
-                f"finish them all: from the kill / from the last lease's expiry | "
-                f"{took:.2f} / {after_lease:.2f} (CPU {took_cpu:.2f})"
-            )
+            for standby, name in ((False, "opened after the kill"), (True, "open, on standby")):
+                took, after_lease, cpu = await takeover_s(
+                    args.takeover, homes[4] / name.split()[0], standby=standby
+                )
+                rows.append(
+                    f"takeover of {args.takeover:,} in-flight runs after a SIGKILL (lease 1 s) "
+                    f"by a worker {name}: s to finish them all, from the kill / from the last "
+                    f"lease's expiry (CPU s) | {took:.2f} / {after_lease:.2f} ({cpu:.2f})"
+                )
     print("| measure | value |\n|---|---:|")
     for row in rows:
         print(f"| {row} |")

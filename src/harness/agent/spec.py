@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from harness.core.usage import Limits
 from harness.errors import ConfigError
 from harness.gateway.model import Model, ModelSettings
+from harness.gateway.profiled import find_profile
 from harness.memory import ContextPolicy
 from harness.tools import ToolSpec
 from harness.tools.approvals import ApprovalPolicy
@@ -128,8 +129,6 @@ class AgentSpec:
             return self.context
         overrides = dict(self.context or {})
         window: int | None = overrides.pop("context_window", None)
-        from harness.gateway.profiled import find_profile
-
         profile = find_profile(model)
         if profile is not None and (window or profile.context_window):
             if window:

@@ -23,32 +23,49 @@ from harness.core.results import RunResult
 from harness.core.states import TERMINAL_STATES, RunState
 from harness.core.usage import Usage
 from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, StoreError
+from harness.memory import TokenCounter
 from harness.runtime.lifecycle import check_transition
 
 if TYPE_CHECKING:
+    # What running needs is bound by `_load_runtime` at the first `Harness()`, so that
+    # `from harness import Harness` loads none of it (tests/test_import_cost.py).
     import asyncio
+    import socket
     from pathlib import Path
 
-    from harness.core.events import RunEvent
-
-    # Loaded where first used, so that importing `Harness` stays cheap (tests/test_import_cost.py).
+    from harness.core.codec import payload_to_dict, result_from_dict, usage_to_dict
+    from harness.core.events import (
+        ApprovalDecided,
+        ApprovalRequested,
+        RunCancelled,
+        RunEvent,
+        RunFailed,
+        RunFinished,
+        RunResumed,
+        RunSubmitted,
+    )
     from harness.observability import (
         LiveTraces,
+        Sampler,
         SpanExport,
         StoredRun,
         TraceContext,
         TraceSettings,
+        capture_content,
+        tracing_enabled,
     )
     from harness.observability.metrics import MetricsSubscriber
+    from harness.runtime.bus import EventBus
     from harness.runtime.executor import RunExecutor
-    from harness.runtime.settings import Settings
-    from harness.store.protocol import Decision, EventStore, NewRun, RunRecord
+    from harness.runtime.resources import AgentResources, private_directories
+    from harness.runtime.runs import agent_metadata
+    from harness.runtime.settings import Settings, load_settings
+    from harness.store import open_store
+    from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord
     from harness.tools import ApprovalHandler, AuditLog
+    from harness.tools.preflight import check_workspace_tools
 
 __all__ = ["Harness", "already_decided", "stored_context"]
-
-_ENDED = frozenset({"run_finished", "run_failed", "run_cancelled"})
-"""The types of the events that end a run (`wait` wakes on them)."""
 
 
 class Harness:
@@ -101,12 +118,7 @@ class Harness:
         metrics: bool | MetricsSubscriber = False,
         traces: SpanExport | None = None,
     ) -> None:
-        import socket
-
-        from harness.runtime.bus import EventBus
-        from harness.runtime.resources import AgentResources
-        from harness.runtime.settings import load_settings
-
+        _load_runtime()
         self.settings = settings or load_settings()
         self.bus = EventBus()
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('h')[-8:]}"
@@ -155,8 +167,6 @@ class Harness:
         if self._traces is not None:
             self.bus.subscribe(self._traces)
         if self._execute:
-            from harness.runtime.executor import RunExecutor
-
             max_concurrent, _, model_limits, lease_s = self._limits
             self._executor = RunExecutor(
                 self.store,
@@ -192,8 +202,6 @@ class Harness:
 
     async def _new_trace(self, parent_run_id: str | None) -> TraceContext:
         """A new run's trace context: under the run it continues, or the caller's span."""
-        from harness.observability import TraceContext
-
         parent = await self.store.get_run(parent_run_id) if parent_run_id else None
         if parent is not None and parent.trace_parent is not None:
             return TraceContext.new(stored_context(parent))
@@ -205,8 +213,6 @@ class Harness:
         export = self._trace_export or _trace_export(observability)
         if export is None:
             return None
-        from harness.observability import LiveTraces, Sampler, capture_content
-
         return LiveTraces(
             export,
             self._stored_trace,
@@ -257,13 +263,6 @@ class Harness:
             ConfigError: `task_type` is not a valid label.
             RunQueueFull: The queue of pending runs is at its bound.
         """
-        import asyncio
-
-        from harness.core.events import RunSubmitted
-        from harness.memory import TokenCounter
-        from harness.runtime.runs import agent_metadata
-        from harness.store.protocol import NewEvent, NewRun
-
         check_task_type(task_type)
         _, max_queue, _, lease_s = self._limits
         await _check_workspace(agent, self.settings.home)
@@ -379,8 +378,6 @@ class Harness:
         Raises:
             TimeoutError: It did not end within `timeout` seconds.
         """
-        import asyncio
-
         async with asyncio.timeout(timeout):
             local = self._executor.result_of(run_id) if self._executor else None
             if local is not None and (result := await local) is not None:
@@ -442,9 +439,6 @@ class Harness:
 
     async def cancel(self, run_id: str, *, reason: str | None = None) -> None:
         """Cancel the run: a model call or tool in flight is interrupted; what was done stays."""
-        from harness.core.events import RunCancelled
-        from harness.store.protocol import NewEvent
-
         by = f"user:{getpass.getuser()}"
         record = await self._record(run_id)
         state = record.state
@@ -479,9 +473,6 @@ class Harness:
         if state in (RunState.FAILED, RunState.CANCELLED):
             return await self._continue(record)
         check_transition(run_id, state, RunState.PENDING, verb="resume")
-        from harness.core.events import RunResumed
-        from harness.store.protocol import NewEvent
-
         moved = await self.store.transition(
             run_id, [RunState.PAUSED], RunState.PENDING, events=[NewEvent(payload=RunResumed())]
         )
@@ -513,9 +504,6 @@ class Harness:
 
     async def pending_approvals(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """Tool calls waiting for a decision: of one run, or of every waiting run."""
-        from harness.core.codec import payload_to_dict
-        from harness.core.events import ApprovalDecided, ApprovalRequested
-
         if run_id is not None:
             runs = [await self._record(run_id)]
         else:
@@ -550,8 +538,6 @@ class Harness:
         record = await self._record(run_id)
         if record.state in TERMINAL_STATES:
             raise RunError(f"cannot {kind} call {call_id}: run {run_id} is {record.state}")
-        from harness.store.protocol import Decision
-
         decision = Decision(
             run_id=run_id,
             call_id=call_id,
@@ -591,8 +577,6 @@ class Harness:
         Structured output comes back as JSON; when the agent is known and the value was
         valid, it is validated again into the agent's output type (a pydantic model …).
         """
-        from harness.core.codec import result_from_dict
-
         messages = tuple(await self.store.messages(record.run_id))
         result = dataclasses.replace(result_from_dict(_encoded(record)), messages=messages)
         agent = self._agents.get(record.agent)
@@ -605,8 +589,6 @@ class Harness:
 
     async def _stored_trace(self, run_id: str) -> StoredRun | None:
         """A run's trace context and events, for the traces of a run met mid-way."""
-        from harness.observability import StoredRun
-
         record = await self.store.get_run(run_id)
         if record is None:
             return None
@@ -617,7 +599,7 @@ class Harness:
             self.bus.publish(event)
 
     def _note_finished(self, event: RunEvent) -> None:
-        if event.payload.type in _ENDED:
+        if isinstance(event.payload, RunFinished | RunFailed | RunCancelled):
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()
@@ -630,8 +612,6 @@ async def _open_store(target: str | None, home: Path) -> EventStore:
         ConfigError: `home` cannot be written (named, with what to do).
         StoreError: The store cannot be opened.
     """
-    from harness.store import open_store
-
     if target is not None:
         return await open_store(target)
     try:
@@ -656,8 +636,6 @@ def _trace_export(settings: TraceSettings) -> SpanExport | None:
     Raises:
         ConfigError: Tracing is on but the `otel` extra is not installed.
     """
-    from harness.observability import tracing_enabled
-
     if not tracing_enabled(settings):
         return None
     try:
@@ -713,7 +691,7 @@ def _metrics(metrics: bool | MetricsSubscriber) -> MetricsSubscriber | None:
 
 def _encoded(record: RunRecord) -> dict[str, Any]:
     """The result of an ended run in the codec's form, from its row."""
-    from harness.core.codec import SCHEMA_VERSION, usage_to_dict
+    from harness.core.codec import SCHEMA_VERSION
 
     return {
         **(record.result_data or {}),
@@ -729,9 +707,9 @@ def _encoded(record: RunRecord) -> dict[str, Any]:
 
 def already_decided(decision: Decision) -> AlreadyDecided:
     """The error of a decision that lost to `decision`: which one stands, who and when."""
-    verdict = "approved" if decision.approved else "denied"
     from datetime import UTC, datetime
 
+    verdict = "approved" if decision.approved else "denied"
     when = datetime.fromtimestamp(decision.decided_at, UTC).isoformat(timespec="milliseconds")
     why = f" ({decision.reason})" if decision.reason and not decision.approved else ""
     return AlreadyDecided(
@@ -742,8 +720,6 @@ def already_decided(decision: Decision) -> AlreadyDecided:
 
 def _new_record(created: list[RunEvent], run: NewRun) -> RunRecord:
     """The record of a run just created RUNNING and leased to us, without reading it back."""
-    from harness.store.protocol import RunRecord
-
     now = created[-1].ts
     return RunRecord(
         run_id=run.run_id,
@@ -802,10 +778,6 @@ class _Watcher:
 async def _check_workspace(agent: AgentSpec, home: Path) -> None:
     """Refuse a run whose built-in tools could not use their workspace, before it exists."""
     if any(isinstance(tool, str) for tool in agent.tools):
-        import asyncio
-
-        from harness.tools.preflight import check_workspace_tools
-
         workspace = await asyncio.to_thread(
             check_workspace_tools,
             agent.tools,
@@ -823,8 +795,6 @@ def _guard_private(workspace: Path, home: Path) -> None:
     link to them) would get past the guard. The home is made now if missing, so that no
     command can make one first (a `harness.toml` of its own).
     """
-    from harness.runtime.resources import private_directories
-
     for private in private_directories(home):
         given = private.absolute()
         real = given.resolve()
@@ -846,3 +816,47 @@ def _guard_private(workspace: Path, home: Path) -> None:
         if private == home:
             with contextlib.suppress(OSError):  # a read-only place: no command can write either
                 real.mkdir(mode=0o700, exist_ok=True)
+
+
+def _load_runtime() -> None:
+    """Bind what running needs (event loop, executor, store, codec, events) as globals.
+
+    Called by every `Harness()`, before anything else runs: importing this module loads
+    none of it, and the methods then find these names as globals at no cost per call (an
+    import statement in `submit` would cost microseconds per run).
+    """
+    global asyncio, socket, payload_to_dict, result_from_dict, usage_to_dict
+    global ApprovalDecided, ApprovalRequested, RunCancelled, RunFailed, RunFinished, RunResumed
+    global RunSubmitted, LiveTraces, Sampler, StoredRun, TraceContext, capture_content
+    global tracing_enabled, EventBus, RunExecutor, AgentResources, private_directories
+    global agent_metadata, load_settings, open_store, Decision, NewEvent, NewRun, RunRecord
+    global check_workspace_tools
+    import asyncio
+    import socket
+
+    from harness.core.codec import payload_to_dict, result_from_dict, usage_to_dict
+    from harness.core.events import (
+        ApprovalDecided,
+        ApprovalRequested,
+        RunCancelled,
+        RunFailed,
+        RunFinished,
+        RunResumed,
+        RunSubmitted,
+    )
+    from harness.observability import (
+        LiveTraces,
+        Sampler,
+        StoredRun,
+        TraceContext,
+        capture_content,
+        tracing_enabled,
+    )
+    from harness.runtime.bus import EventBus
+    from harness.runtime.executor import RunExecutor
+    from harness.runtime.resources import AgentResources, private_directories
+    from harness.runtime.runs import agent_metadata
+    from harness.runtime.settings import load_settings
+    from harness.store import open_store
+    from harness.store.protocol import Decision, NewEvent, NewRun, RunRecord
+    from harness.tools.preflight import check_workspace_tools

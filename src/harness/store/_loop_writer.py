@@ -7,8 +7,10 @@ threads, and one future per batch that all its callers wait on before each reads
 outcome. With WAL and `synchronous=NORMAL` a commit does not fsync; it holds the loop for
 tens or hundreds of microseconds, and `commit_stats` reports how long.
 
-What the threaded `Writer` guarantees holds here too: at most `max_batch` writes share a
-transaction; a write that fails is undone alone (the batch runs again with a savepoint
+A transaction takes at most `max_batch` writes, and once it has run 32 it takes no more
+after it has held the loop for 1 ms: the rest commit in the next iteration, so the loop
+serves its other callbacks between commits. What the threaded `Writer` guarantees holds
+here too: a write that fails is undone alone (the batch runs again with a savepoint
 per write); a failed COMMIT on a broken connection reports the outcome as unknown; errors
 reach the callers as `StoreError`; a caller cancelled while it waits does not undo its
 write (its cancellation takes effect once the batch is settled).
@@ -44,6 +46,8 @@ _log = logging.getLogger(__name__)
 
 _FIRST_RETRY_S: Final = 0.001
 _LAST_RETRY_S: Final = 0.032
+_BUDGET_S: Final = 0.001
+_MIN_GROUP: Final = 32
 _RESERVOIR: Final = 4096
 """Commit durations kept for the percentiles: the last this many."""
 
@@ -255,16 +259,29 @@ class LoopWriter:
             raise
         try:
             if isolate:
-                outcomes = [self._isolated(op) for op in ops]
+                outcomes = self._run(ops, self._isolated)
             else:
                 shared = Batch(db)
-                outcomes = [self._shared(shared, op) for op in ops]
+                outcomes = self._run(ops, lambda op: self._shared(shared, op))
                 self._shared(shared, lambda _: shared.flush())
             self._commit()
         except BaseException:
             with contextlib.suppress(Exception):
                 db.execute("ROLLBACK")
             raise
+        return outcomes
+
+    def _run(self, ops: list[Op], run: Callable[[Op], _Outcome]) -> list[_Outcome]:
+        """Run `ops` in order, stopping early once the transaction held the loop too long.
+
+        The first `_MIN_GROUP` writes always run together; the rest wait for the next
+        transaction once this one took `_BUDGET_S`.
+        """
+        started, outcomes = time.perf_counter(), list[_Outcome]()
+        for op in ops:
+            outcomes.append(run(op))
+            if len(outcomes) >= _MIN_GROUP and time.perf_counter() - started > _BUDGET_S:
+                break
         return outcomes
 
     def _commit(self) -> None:

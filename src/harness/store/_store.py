@@ -110,12 +110,16 @@ class SqlStore:
         """Create a run with its first events and messages; see `EventStore.create_run`."""
         d, now = self._driver.dialect, self._clock.now()
         events, messages = tuple(events), tuple(messages)
-        return await self._write(lambda db: _writes.create_run(db, d, run, events, messages, now))
+        encoded = _writes.encode_step(run.run_id, events, messages)
+        return await self._write(
+            lambda db: _writes.create_run(db, d, run, events, messages, now, encoded)
+        )
 
     async def append(self, step: StepWrite) -> list[RunEvent]:
         """Commit one step; see `EventStore.append`."""
         d, now, step = self._driver.dialect, self._clock.now(), _writes.snapshot(step)
-        return await self._write(lambda db: _writes.append(db, d, step, now))
+        encoded = _writes.encode_step(step.run_id, step.events, step.messages)
+        return await self._write(lambda db: _writes.append(db, d, step, now, encoded))
 
     async def transition(
         self,
@@ -130,8 +134,10 @@ class SqlStore:
         step = StepWrite(run_id=run_id, events=tuple(events), update=update)
         step = _writes.with_state(step, to_state)
         now, states = self._clock.now(), frozenset(map(str, from_states))
-        d = self._driver.dialect
-        return await self._write(lambda db: _writes.transition(db, d, run_id, states, step, now))
+        d, encoded = self._driver.dialect, _writes.encode_step(run_id, step.events, ())
+        return await self._write(
+            lambda db: _writes.transition(db, d, run_id, states, step, now, encoded)
+        )
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or `None`."""

@@ -61,7 +61,8 @@ class SQLiteStore(SqlStore):
         clock: Time for timestamps and leases.
         busy_timeout_s: How long a write waits for another process's lock (trying again
             every few milliseconds; the event loop goes on meanwhile).
-        synchronous: SQLite's `synchronous` pragma; `FULL` syncs every commit to disk.
+        synchronous: SQLite's `synchronous` pragma; `FULL` syncs every commit to disk (on
+            a writer thread, as the loop must not wait for the disk).
         max_batch: Writes per transaction at most; 1 turns group commit off.
         readers: Reader threads (and connections) at most.
     """
@@ -92,7 +93,11 @@ class SQLiteStore(SqlStore):
         return f"SQLiteStore({str(self.path)!r})"
 
     def commit_stats(self) -> CommitStats:
-        """How long this store's transactions held the event loop (count, p50, p99, max)."""
+        """How long this store's transactions held the event loop (count, p50, p99, max).
+
+        Cheap to call: it sorts the last 4,096 durations. Zero counts with
+        `synchronous=FULL`, whose commits run on a writer thread.
+        """
         return self._commit_times.stats()
 
     async def open(self) -> None:
@@ -109,8 +114,14 @@ class SQLiteStore(SqlStore):
         await super().close()
 
     async def _start_writer(self) -> Committer:
-        """The writer on the event loop's thread, its connection opened on another."""
+        """The writer on the event loop's thread, its connection opened on another.
+
+        With `synchronous=FULL` every commit waits for an fsync, too long to hold the loop
+        for: those stores keep the writer thread.
+        """
         driver = self._sqlite
+        if driver.synchronous == "FULL":
+            return await super()._start_writer()
         try:
             db = await asyncio.to_thread(driver.connect, busy_timeout_s=0.0)
         except Exception as exc:

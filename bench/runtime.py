@@ -95,7 +95,10 @@ def commit_times(store: object) -> str:
     if stats is None:
         return "n/a (writes on a writer thread)"
     s = stats()
-    return f"{s.count} commits, {s.p50_ms:.2f} / {s.p99_ms:.2f} / {s.max_ms:.2f}"
+    return (
+        f"{s.count} commits, {s.p50_ms:.2f} / {s.p99_ms:.2f} / {s.max_ms:.2f} "
+        f"(CPU {s.cpu_p50_ms:.2f} / {s.cpu_p99_ms:.2f} / {s.cpu_max_ms:.2f})"
+    )
 
 
 async def queued_s(runs: int, concurrency: int, home: Path) -> float:
@@ -167,7 +170,7 @@ async def main(args: argparse.Namespace) -> None:
         f"latency: wall ms (floor {2 * args.latency * 1e3:.0f}) | {wall:.0f} |"
     )
     print(f"| RSS growth during that burst, MiB | {rss:.1f} |")
-    print(f"| commits holding the loop in that burst: p50 / p99 / max ms | {commits} |")
+    print(f"| commits holding the loop in that burst: wall p50 / p99 / max ms | {commits} |")
     print(f"| {args.queued:,} queued runs, 100 at a time: s | {queued:.1f} |")
     print(
         f"| takeover of {args.takeover:,} in-flight runs after a SIGKILL (lease 1 s), s to "

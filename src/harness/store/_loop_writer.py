@@ -62,43 +62,64 @@ class LockingDriver(Driver, Protocol):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CommitStats:
-    """How long the transactions of the writer held the event loop, in milliseconds."""
+    """How long the writer's transactions held the event loop, in milliseconds.
+
+    Wall time is what the loop's other callbacks waited; on a busy machine it includes the
+    time the operating system ran other processes, which the thread's CPU time leaves out.
+    """
 
     count: int
     """Transactions run since the store was made (committed or rolled back)."""
     p50_ms: float
-    """The median of the last 4,096."""
+    """The median wall time of the last 4,096."""
     p99_ms: float
-    """The 99th percentile of the last 4,096."""
+    """The 99th percentile wall time of the last 4,096."""
     max_ms: float
-    """The longest of all."""
+    """The longest wall time of all."""
+    cpu_p50_ms: float
+    """The median CPU time of the loop's thread, of the last 4,096."""
+    cpu_p99_ms: float
+    """The 99th percentile CPU time of the loop's thread, of the last 4,096."""
+    cpu_max_ms: float
+    """The most CPU time of all."""
 
 
 class CommitTimes:
-    """Durations of transactions in a fixed ring of floats: nothing allocated per commit."""
+    """Durations of transactions in fixed rings of floats: nothing allocated per commit."""
 
     def __init__(self, size: int = _RESERVOIR) -> None:
-        self._ring = array("d", bytes(8 * size))
+        self._wall = array("d", bytes(8 * size))
+        self._cpu = array("d", bytes(8 * size))
         self._count = 0
-        self._max = 0.0
+        self._max = self._max_cpu = 0.0
 
-    def record(self, seconds: float) -> None:
-        """Keep one transaction's duration."""
-        self._ring[self._count % len(self._ring)] = seconds
+    def record(self, wall_s: float, cpu_s: float) -> None:
+        """Keep one transaction's wall and CPU time."""
+        slot = self._count % len(self._wall)
+        self._wall[slot], self._cpu[slot] = wall_s, cpu_s
         self._count += 1
-        self._max = max(self._max, seconds)
+        self._max, self._max_cpu = max(self._max, wall_s), max(self._max_cpu, cpu_s)
 
     def stats(self) -> CommitStats:
-        """Count, median, 99th percentile (of the ring) and maximum (of all)."""
-        kept = sorted(self._ring[: min(self._count, len(self._ring))])
-        if not kept:
-            return CommitStats(count=0, p50_ms=0.0, p99_ms=0.0, max_ms=0.0)
+        """Count, median, 99th percentile (of the rings) and maximum (of all)."""
+        kept = min(self._count, len(self._wall))
+        wall, cpu = sorted(self._wall[:kept]), sorted(self._cpu[:kept])
         return CommitStats(
             count=self._count,
-            p50_ms=kept[(len(kept) - 1) // 2] * 1e3,
-            p99_ms=kept[int((len(kept) - 1) * 0.99)] * 1e3,
+            p50_ms=_at(wall, 0.5),
+            p99_ms=_at(wall, 0.99),
             max_ms=self._max * 1e3,
+            cpu_p50_ms=_at(cpu, 0.5),
+            cpu_p99_ms=_at(cpu, 0.99),
+            cpu_max_ms=self._max_cpu * 1e3,
         )
+
+
+def _at(ordered: list[float], quantile: float) -> float:
+    """The value at `quantile` of sorted seconds, in milliseconds (0 when there are none)."""
+    if not ordered:
+        return 0.0
+    return ordered[int((len(ordered) - 1) * quantile)] * 1e3
 
 
 class _Settled(asyncio.Future[None]):
@@ -217,14 +238,14 @@ class LoopWriter:
     def _commit_next(self, batch: _Batch) -> Exception | None:
         """Run the batch's next transaction; the lock error when another process holds it."""
         ops = batch.ops[len(batch.values) :]
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             outcomes = self._attempts(ops)
         except _Locked as locked:
             return locked.error
         except Exception as exc:
             outcomes = [(None, translate_error(self._driver, exc)) for _ in ops]
-        self._times.record(time.perf_counter() - started)
+        self._times.record(time.perf_counter() - started, time.thread_time() - cpu)
         batch.begun, batch.locked_since, batch.tries = True, None, 0
         for value, error in outcomes:
             batch.values.append(value)

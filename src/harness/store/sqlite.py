@@ -93,7 +93,7 @@ class SQLiteStore(SqlStore):
         return f"SQLiteStore({str(self.path)!r})"
 
     def commit_stats(self) -> CommitStats:
-        """How long this store's transactions held the event loop (count, p50, p99, max).
+        """How long this store's transactions held the event loop: count, p50, p99, max.
 
         Cheap to call: it sorts the last 4,096 durations. Zero counts with
         `synchronous=FULL`, whose commits run on a writer thread.

@@ -39,6 +39,7 @@ class FakeDb:
     def __init__(self) -> None:
         self.log: list[str] = []
         self.locked_for = 0
+        self.full_of: str | None = None  # a COMMIT of a transaction with it fails: no room
         self.fail_on: Callable[[str], bool] = lambda sql: False
         self.broken = False
         self.closed = False
@@ -51,6 +52,8 @@ class FakeDb:
         if self.fail_on(sql):
             self.broken = True
             raise DriverFailure(f"lost during {sql}")
+        if sql == "COMMIT" and self.full_of in self.log[_last(self.log, "BEGIN") :]:
+            raise DriverFailure("database or disk is full")
         self.log.append(sql)
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
@@ -65,6 +68,10 @@ class FakeDb:
 
     def commits(self) -> int:
         return self.log.count("COMMIT")
+
+
+def _last(log: list[str], sql: str) -> int:
+    return len(log) - log[::-1].index(sql) - 1
 
 
 class FakeDriver:
@@ -185,6 +192,26 @@ async def test_a_connection_lost_during_commit_leaves_the_outcome_unknown(db: Fa
     assert all(isinstance(o, StoreError) for o in outcomes)
     assert all("may or may not be stored" in str(o) for o in outcomes)
     assert len({id(o) for o in outcomes}) == 3  # one error object per caller
+    await w.stop()
+
+
+async def test_a_commit_the_database_refuses_fails_only_the_write_that_needs_room(
+    db: FakeDb,
+) -> None:
+    w = writer(db)
+    db.full_of = "big"
+    writes = [w.submit(write(name)) for name in ("small", "big", "other")]
+    small, big, other = await asyncio.gather(*writes, return_exceptions=True)
+    assert (small, other) == ("small", "other")
+    assert isinstance(big, StoreError)
+    assert "disk is full" in str(big)
+    assert "may or may not" not in str(big)  # the connection works: nothing was written
+    assert db.log == [
+        *("BEGIN", "small", "big", "other", "ROLLBACK"),  # the COMMIT failed
+        *("BEGIN", "small", "COMMIT"),  # then each write alone
+        *("BEGIN", "big", "ROLLBACK"),
+        *("BEGIN", "other", "COMMIT"),
+    ]
     await w.stop()
 
 

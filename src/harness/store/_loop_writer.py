@@ -11,7 +11,8 @@ A transaction takes at most `max_batch` writes, and once it has run 32 it takes 
 after it has held the loop for 1 ms: the rest commit in the next iteration, so the loop
 serves its other callbacks between commits. What the threaded `Writer` guarantees holds
 here too: a write that fails is undone alone (the batch runs again with a savepoint
-per write); a failed COMMIT on a broken connection reports the outcome as unknown; errors
+per write); a failed COMMIT on a broken connection reports the outcome as unknown (on a
+working one, where nothing was written, each write runs again alone); errors
 reach the callers as `StoreError`; a caller cancelled while it waits does not undo its
 write (its cancellation takes effect once the batch is settled).
 
@@ -143,6 +144,14 @@ class _Batch:
     tries: int = 0
 
 
+class _CommitLost(CommitFailed):
+    """COMMIT failed after the transaction ran its first `ran` writes."""
+
+    def __init__(self, error: Exception, ran: int) -> None:
+        super().__init__(error)
+        self.ran = ran
+
+
 class _Locked(Exception):
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
@@ -259,16 +268,36 @@ class LoopWriter:
         except WriteFailed as failed:
             if len(ops) == 1:
                 return [(None, translate_error(self._driver, failed.error))]
-        except CommitFailed as failed:
-            return self._unknown(ops, failed)
+        except _CommitLost as lost:
+            return self._after_lost_commit(ops[: lost.ran], lost)
         try:
             return self._transaction(ops, isolate=True)
-        except CommitFailed as failed:
-            return self._unknown(ops, failed)
+        except _CommitLost as lost:
+            return self._after_lost_commit(ops[: lost.ran], lost)
 
-    def _unknown(self, ops: list[Op], failed: CommitFailed) -> list[_Outcome]:
+    def _after_lost_commit(self, ops: list[Op], lost: _CommitLost) -> list[_Outcome]:
+        """The outcomes after a failed COMMIT: unknown on a broken connection.
+
+        On a working one nothing was written, and each write runs again alone, so that one
+        the database refuses (a full disk) fails by itself and one that needs no room
+        still commits.
+        """
         known = self._db.usable()
-        return [(None, commit_error(self._driver, failed.error, known)) for _ in ops]
+        if len(ops) == 1 or not known:
+            return [(None, commit_error(self._driver, lost.error, known)) for _ in ops]
+        return [self._alone(op) for op in ops]
+
+    def _alone(self, op: Op) -> _Outcome:
+        try:
+            return self._transaction([op], isolate=False)[0]
+        except WriteFailed as failed:
+            return None, translate_error(self._driver, failed.error)
+        except _CommitLost as lost:
+            return None, commit_error(self._driver, lost.error, self._db.usable())
+        except _Locked as locked:
+            return None, translate_error(self._driver, locked.error)
+        except Exception as exc:
+            return None, translate_error(self._driver, exc)
 
     def _transaction(self, ops: list[Op], *, isolate: bool) -> list[_Outcome]:
         db = self._db
@@ -285,7 +314,7 @@ class LoopWriter:
                 shared = Batch(db)
                 outcomes = self._run(ops, lambda op: self._shared(shared, op))
                 self._shared(shared, lambda _: shared.flush())
-            self._commit()
+            self._commit(len(outcomes))
         except BaseException:
             with contextlib.suppress(Exception):
                 db.execute("ROLLBACK")
@@ -305,13 +334,13 @@ class LoopWriter:
                 break
         return outcomes
 
-    def _commit(self) -> None:
+    def _commit(self, ran: int) -> None:
         try:
             self._db.execute("COMMIT")
         except Exception as exc:
             if self._driver.locked(exc):
                 raise _Locked(exc) from exc
-            raise CommitFailed(exc) from exc
+            raise _CommitLost(exc, ran) from exc
 
     def _shared(self, db: Db, op: Op) -> _Outcome:
         """Run `op` in the batch's transaction: its failure undoes the whole batch."""

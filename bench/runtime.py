@@ -78,7 +78,8 @@ async def sequential_us(runs: int, home: Path) -> float:
         return (time.perf_counter() - start) / runs * 1e6
 
 
-async def concurrent_ms(runs: int, latency: float, home: Path) -> tuple[float, float]:
+async def concurrent_ms(runs: int, latency: float, home: Path) -> tuple[float, float, str]:
+    """Wall ms and RSS growth of a burst, and how long its commits held the loop."""
     async with Harness(
         Settings(home=home), max_concurrent=runs, max_queue=runs + 1, adopt=False
     ) as h:
@@ -89,7 +90,20 @@ async def concurrent_ms(runs: int, latency: float, home: Path) -> tuple[float, f
         results = await asyncio.gather(*(h.run(bench, "What is 2 + 3?") for _ in range(runs)))
         wall = (time.perf_counter() - start) * 1e3
         assert all(r.output == "5" for r in results)
-        return wall, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        return wall, rss, commit_times(h.store)
+
+
+def commit_times(store: object) -> str:
+    """`count, p50/p99/max ms` of the commits on the loop, or why there are none."""
+    stats = getattr(store, "commit_stats", None)
+    if stats is None:
+        return "n/a (writes on a writer thread)"
+    s = stats()
+    return (
+        f"{s.count} commits, {s.p50_ms:.2f} / {s.p99_ms:.2f} / {s.max_ms:.2f} "
+        f"(CPU {s.cpu_p50_ms:.2f} / {s.cpu_p99_ms:.2f} / {s.cpu_max_ms:.2f})"
+    )
 
 
 async def queued_s(runs: int, concurrency: int, home: Path) -> tuple[float, float]:
@@ -262,11 +276,12 @@ async def main(args: argparse.Namespace) -> None:
                 f"ratio to the raw durable loop | {seq / raw:.1f}×",
             ]
         if "concurrent" in args.only:
-            wall, rss = await concurrent_ms(args.concurrent, args.latency, homes[2])
+            wall, rss, commits = await concurrent_ms(args.concurrent, args.latency, homes[2])
             rows += [
                 f"{args.concurrent:,} concurrent durable runs, {args.latency * 1e3:.0f} ms model "
                 f"latency: wall ms (floor {2 * args.latency * 1e3:.0f}) | {wall:.0f}",
                 f"RSS growth during that burst, MiB | {rss:.1f}",
+                f"commits holding the loop in that burst: wall p50 / p99 / max ms | {commits}",
             ]
         if "memory" in args.only:
             heap, rss_run = await parked_kib(args.concurrent, homes[5])

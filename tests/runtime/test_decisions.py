@@ -2,7 +2,9 @@
 
 A decision is a compare-and-set in the store. The race runs between two real `harness`
 processes, many times, on SQLite and on PostgreSQL, while a third process owns the run;
-the tool ran exactly for the calls whose approval won.
+the tool ran exactly for the calls whose approval won. Which command wins is up to the
+machine: on a loaded one `deny` may win every round, so the run must go on asking after
+any number of denials in a row.
 """
 
 import asyncio
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness import Harness
+from harness.core.states import TERMINAL_STATES
 from harness.errors import AlreadyDecided
 from harness.runtime import Settings
 
@@ -38,8 +41,15 @@ def decide(home: Path, store: str, verb: str, run_id: str, call_id: str) -> subp
 
 
 async def until_waiting(h: Harness, run_id: str, call_id: str) -> None:
+    """Wait until the run asks about `call_id`; fail at once, saying why, if it ended."""
     async with asyncio.timeout(60):
         while call_id not in [p["call_id"] for p in await h.pending_approvals(run_id)]:
+            record = await h.store.get_run(run_id)
+            assert record is not None
+            assert record.state not in TERMINAL_STATES, (
+                f"run {run_id} ended ({record.state}, {record.termination}) before it asked "
+                f"about {call_id}: {record.error or record.result}"
+            )
             await asyncio.sleep(0.02)
 
 
@@ -84,6 +94,32 @@ async def test_racing_approve_and_deny_processes_one_wins_and_the_run_obeys_it(
     answers = {m.tool_call_id: m.content or "" for m in result.messages if m.role == "tool"}
     for call, verb in winners.items():
         assert answers[call].startswith("deployed") == (verb == "approve"), answers[call]
+
+
+async def test_a_run_asks_about_each_call_however_many_were_denied_before(
+    tmp_path: Path, store_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race above can go to `deny` in every round; the run asks about every call still.
+
+    Denied calls are failed calls, and six in a row would stop a run with the default
+    limits (`repeated_failure`) before its next request: the deployer allows more.
+    """
+    log = tmp_path / "deploys.log"
+    monkeypatch.setenv("AGENTS_LOG", str(log))
+    async with Harness(Settings(home=tmp_path), store=store_target, agents=(deployer(),)) as h:
+        run_id = await h.submit(deployer(), f"deploy {ROUNDS}")
+        for n in range(ROUNDS):
+            await until_waiting(h, run_id, f"d{n}")
+            await h.deny(run_id, f"d{n}", reason=f"not build {n}", by="user:bob")
+        result = await h.wait(run_id, timeout=30)
+        decisions = await h.store.decisions(run_id)
+    assert result.output == f"shipped {ROUNDS}"
+    assert not log.exists()
+    assert [(d.call_id, d.approved) for d in decisions] == [(f"d{n}", False) for n in range(ROUNDS)]
+    answers = [m.content or "" for m in result.messages if m.role == "tool"]
+    assert len(answers) == ROUNDS
+    for n, answer in enumerate(answers):
+        assert f"denied by user:bob (not build {n})" in answer, answer
 
 
 async def test_the_python_api_raises_already_decided_for_the_loser(

@@ -1,7 +1,9 @@
 """Proof that writes committed in one group: hold the store's writer, count transactions.
 
-`held_writer` keeps the writer thread of a real store busy (an operation of its own that
-waits), so that the writes queued meanwhile are taken in one batch once it lets go.
+`held_writer` keeps the writer of a real store from committing, so that the writes queued
+meanwhile are taken in one batch once it lets go: on PostgreSQL it keeps the writer thread
+busy (an operation of its own that waits); on SQLite, whose writes run on the event loop,
+another connection holds the database's write lock, so the writer's batch waits for it.
 `Transactions` counts the transactions that wrote: on SQLite, the commit frames the WAL
 gained (a reader keeps a snapshot open meanwhile, so the WAL cannot restart); on
 PostgreSQL, the distinct `xmin` of the event rows written.
@@ -19,11 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.store import EventStore
+from harness.store.sqlite import SQLiteStore
 
 
 @asynccontextmanager
 async def held_writer(store: EventStore) -> AsyncIterator[None]:
     """Writes queued inside the block wait for the writer, and are taken together after."""
+    if isinstance(store, SQLiteStore):
+        async with _held_lock(store.path):
+            yield
+        return
     writer: Any = vars(store)["_writer"]
     release, started = threading.Event(), threading.Event()
 
@@ -38,6 +45,17 @@ async def held_writer(store: EventStore) -> AsyncIterator[None]:
     finally:
         release.set()
         await held
+
+
+@asynccontextmanager
+async def _held_lock(path: Path) -> AsyncIterator[None]:
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        yield
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
 
 
 class Transactions:

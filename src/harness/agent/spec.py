@@ -6,11 +6,8 @@ import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.agent.output import OutputSpec
-from harness.agent.strategies.base import make_strategy
 from harness.core.usage import Limits
 from harness.errors import ConfigError
 from harness.gateway.model import Model, ModelSettings
@@ -18,10 +15,13 @@ from harness.gateway.profiled import find_profile
 from harness.memory import ContextPolicy
 from harness.tools import ToolSpec
 from harness.tools.approvals import ApprovalPolicy
-from harness.tools.mcp import MCPServerConfig
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from harness.agent.output import OutputSpec
     from harness.agent.verify import Verifier
+    from harness.tools.mcp import MCPServerConfig
 
 __all__ = ["DEFAULT_INSTRUCTIONS", "AgentSpec"]
 
@@ -88,6 +88,8 @@ class AgentSpec:
     none when its context window is unknown (then everything is sent)."""
 
     def __post_init__(self) -> None:
+        from harness.agent.strategies.base import make_strategy
+
         make_strategy(self.strategy, self.strategy_options)  # a bad name fails here, clearly
         _ = self.output_spec  # so does an output type that is not one
         if isinstance(self.context, Mapping):
@@ -98,7 +100,11 @@ class AgentSpec:
     @functools.cached_property
     def output_spec(self) -> OutputSpec | None:
         """The output type as an `OutputSpec`, or `None` when the agent declares none."""
-        return None if self.output_type is None else OutputSpec.from_type(self.output_type)
+        if self.output_type is None:
+            return None
+        from harness.agent.output import OutputSpec
+
+        return OutputSpec.from_type(self.output_type)
 
     @property
     def system_prompt(self) -> str:

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from harness.agent.spec import AgentSpec
-from harness.core.events import RunEvent, RunFailed
 from harness.core.results import RunResult
 from harness.core.usage import Limits
 from harness.errors import ConfigError, HarnessError, StoreError
 from harness.runtime.harness import Harness
-from harness.runtime.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    # `harness --help` does not need these: loaded by the commands that use them.
+    from harness.core.events import RunEvent, RunFailed
+    from harness.runtime.settings import Settings
 
 __all__ = ["app", "main"]
 
@@ -107,7 +109,11 @@ def run(
     ] = False,
 ) -> None:
     """Run an agent on TASK in this process and print what it does."""
+    import asyncio
+
     from harness.cli.render import JsonRenderer, LiveRenderer
+    from harness.core.events import RunFailed
+    from harness.runtime.settings import load_settings
 
     budgets = {
         "max_steps": max_steps,
@@ -236,6 +242,8 @@ def _submit(settings: Settings, agent: AgentSpec, task: str, task_type: str | No
     async def go() -> str:
         async with Harness(settings, execute=False) as harness:
             return await harness.submit(agent, task, task_type=task_type)
+
+    import asyncio
 
     try:
         return asyncio.run(go())

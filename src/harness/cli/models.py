@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from harness.cli.app import app, fail
 from harness.errors import ConfigError, HarnessError
-from harness.gateway.probe import ModelCheck, check_profile
-from harness.gateway.profiles import ModelProfile, resolve_profile
-from harness.runtime.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    # `harness --help` does not need these: loaded by the commands that use them.
+    from harness.gateway.probe import ModelCheck
+    from harness.gateway.profiles import ModelProfile
+    from harness.runtime.settings import Settings
 
 __all__ = ["models_app", "profile_summary"]
 
@@ -78,6 +80,11 @@ def models_check(
     json_output: JsonOpt = False,
 ) -> None:
     """Send NAME's server one tiny request, and one with a tool; report what came back."""
+    import asyncio
+
+    from harness.gateway.probe import check_profile
+    from harness.gateway.profiles import resolve_profile
+
     settings = _settings()
     try:
         profile = resolve_profile(name, settings.profiles, base_url=base_url)
@@ -153,6 +160,8 @@ def _window_line(check: ModelCheck) -> str:
 
 
 def _settings() -> Settings:
+    from harness.runtime.settings import load_settings
+
     try:
         return load_settings()
     except ConfigError as exc:

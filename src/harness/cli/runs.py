@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from harness.cli.app import app, fail
-from harness.core.codec import dumps, event_to_dict, message_to_dict, usage_to_dict
 from harness.core.ids import check_task_type
 from harness.core.states import RunState
 from harness.errors import ConfigError, HarnessError
-from harness.observability import TracedSpan, span_to_dict, trace_of
-from harness.observability.serve import MetricsServer, check_host
 from harness.runtime.harness import Harness, already_decided, stored_context
-from harness.runtime.settings import load_settings
-from harness.store.protocol import RunRecord
+
+if TYPE_CHECKING:
+    # `harness --help` does not need these: loaded by the commands that use them.
+    from harness.observability import TracedSpan
+    from harness.observability.serve import MetricsServer
+    from harness.store.protocol import RunRecord
 
 __all__ = ["runs_app"]
 
@@ -34,6 +33,9 @@ app.add_typer(runs_app, name="runs")
 
 def steer(work: Callable[[Harness], Awaitable[T]]) -> T:
     """Open the store without executing runs, do `work`, and report errors plainly."""
+    import asyncio
+
+    from harness.runtime.settings import load_settings
 
     async def go() -> T:
         async with Harness(load_settings(), execute=False) as harness:
@@ -127,6 +129,8 @@ def audit(run_id: RunArg, json_output: JsonOpt = False) -> None:
 @app.command()
 def replay(run_id: RunArg, json_output: JsonOpt = False) -> None:
     """Print the exact message history of a run, rebuilt from the store."""
+    from harness.core.codec import dumps, message_to_dict
+
     messages = steer(lambda h: h.messages(run_id))
     for message in messages:
         if json_output:
@@ -226,6 +230,11 @@ def worker(
     ] = False,
 ) -> None:
     """Execute queued runs (from `harness run --detach`) until interrupted."""
+    import asyncio
+
+    from harness.observability.serve import check_host
+    from harness.runtime.settings import load_settings
+
     settings = load_settings()
     wanted = settings.metrics
     port = metrics_port if metrics_port is not None else wanted.port
@@ -265,6 +274,7 @@ async def _metrics_server(
     if port is None or harness.metrics is None:
         return None
     from harness.observability.metrics import CONTENT_TYPE
+    from harness.observability.serve import MetricsServer
 
     server = MetricsServer(
         harness.metrics.render, CONTENT_TYPE, host=host, port=port, allow_remote=allow_remote
@@ -274,6 +284,8 @@ async def _metrics_server(
 
 
 def _print_event(event: Any, render: Callable[[Any], None], json_output: bool) -> None:
+    from harness.core.codec import dumps, event_to_dict
+
     if json_output:
         typer.echo(dumps(event_to_dict(event)))
     else:
@@ -305,6 +317,8 @@ def raise_not_waiting(run_id: str, call_id: str, waiting: list[tuple[str, str]])
 
 
 def _record_dict(record: RunRecord) -> dict[str, Any]:
+    from harness.core.codec import usage_to_dict
+
     return {
         "run_id": record.run_id,
         "agent": record.agent,
@@ -327,12 +341,15 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
 
 
 def _when(ts: float | None) -> str | None:
+    from datetime import UTC, datetime
+
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds") if ts else None
 
 
 @app.command()
 def trace(run_id: RunArg, json_output: JsonOpt = False) -> None:
     """Draw a run's trace as a waterfall, from the store (no collector needed)."""
+    from harness.observability import span_to_dict, trace_of
 
     async def read(h: Harness) -> list[TracedSpan]:
         record = await h.get(run_id)

@@ -9,10 +9,7 @@ import typer
 
 from harness.cli.app import app, fail
 from harness.cli.runs import JsonOpt, steer
-from harness.core.clock import SystemClock
 from harness.errors import ConfigError
-from harness.observability._window import parse_since
-from harness.observability.stats import compute_stats, stats_to_dict
 
 __all__ = ["stats"]
 
@@ -30,6 +27,9 @@ def stats(
 ) -> None:
     """Tool calls and success, context growth, latency and termination reasons of past runs."""
     from harness.cli.render import print_stats
+    from harness.core.clock import SystemClock
+    from harness.observability._window import parse_since
+    from harness.observability.stats import compute_stats, stats_to_dict
 
     try:
         window = parse_since(since, now=SystemClock().now())

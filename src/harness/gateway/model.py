@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from harness.core.events import ModelFallback, ModelRetry
 from harness.core.messages import Message, ToolDefinition
 from harness.core.usage import Usage
 from harness.gateway.pricing import Prices
@@ -71,12 +70,19 @@ class ModelSettings:
     """Ask for an answer constrained to a JSON Schema, where the provider supports it."""
 
 
-GatewayNotice = ModelRetry | ModelFallback
-"""What a model wrapper tells the loop about: a retry, or a move to the next model."""
+if TYPE_CHECKING:
+    # At run time these two are built on first use (`__getattr__` below): they name run-event
+    # classes, and importing the gateway's interface should not load every event class.
+    from typing import TypeAlias
 
-ModelObserver = Callable[[GatewayNotice], None]
-"""Receives the gateway's notices (request id, status, delay); the loop adds the step and
-reports them as run events."""
+    from harness.core.events import ModelFallback, ModelRetry
+
+    GatewayNotice: TypeAlias = ModelRetry | ModelFallback
+    """What a model wrapper tells the loop about: a retry, or a move to the next model."""
+
+    ModelObserver: TypeAlias = Callable[[GatewayNotice], None]
+    """Receives the gateway's notices (request id, status, delay); the loop adds the step and
+    reports them as run events."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -216,3 +222,13 @@ class WrapperModel:
     async def aclose(self) -> None:
         """Close the inner model, if it holds connections."""
         await close_model(self._inner)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in ("GatewayNotice", "ModelObserver"):
+        raise AttributeError(f"module 'harness.gateway.model' has no attribute {name!r}")
+    from harness.core.events import ModelFallback, ModelRetry
+
+    notice = ModelRetry | ModelFallback
+    globals().update(GatewayNotice=notice, ModelObserver=Callable[[notice], None])
+    return globals()[name]

@@ -20,17 +20,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from harness.core.events import ContextCompacted
 from harness.core.messages import Message, ToolDefinition
 from harness.core.usage import Prices, Usage
 from harness.errors import ConfigError
 from harness.gateway.model import Model, ModelResponse
-from harness.gateway.profiles import ModelProfile
 from harness.memory._cut import cap_message, cut_largest, head_length, split_turns
 from harness.memory._summary import request_summary, summary_message
 from harness.memory.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from harness.core.events import ContextCompacted
+    from harness.gateway.profiles import ModelProfile
 
 __all__ = ["Compaction", "ContextPolicy", "ContextState", "Prepared", "Tier", "WindowManager"]
 
@@ -215,6 +217,8 @@ class Compaction:
         it (`ContextState.from_event` reads it back), holding a summary only when an
         earlier compaction wrote it, so that the event carries each summary once.
         """
+        from harness.core.events import ContextCompacted
+
         state = self.state.to_dict()
         if self.summary is not None and state["summary"] == self.summary:
             del state["summary"]

@@ -12,11 +12,24 @@ libraries load only when their module is imported: the OpenTelemetry SDK in
 
 from __future__ import annotations
 
-from harness.observability.config import TraceSettings, capture_content, tracing_enabled
-from harness.observability.context import Sampler, TraceContext, child_span_id
-from harness.observability.live import LiveTraces, SpanExport, StoredRun
-from harness.observability.spans import SpanData, SpanEvent, TraceBuilder, split_model
-from harness.observability.stored import TracedSpan, span_to_dict, trace_of
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.observability.config import TraceSettings, capture_content, tracing_enabled
+    from harness.observability.context import Sampler, TraceContext, child_span_id
+    from harness.observability.live import LiveTraces, SpanExport, StoredRun
+    from harness.observability.spans import SpanData, SpanEvent, TraceBuilder, split_model
+    from harness.observability.stored import TracedSpan, span_to_dict, trace_of
+
+_HOMES = {
+    "harness.observability.config": ("TraceSettings", "capture_content", "tracing_enabled"),
+    "harness.observability.context": ("Sampler", "TraceContext", "child_span_id"),
+    "harness.observability.live": ("LiveTraces", "SpanExport", "StoredRun"),
+    "harness.observability.spans": ("SpanData", "SpanEvent", "TraceBuilder", "split_model"),
+    "harness.observability.stored": ("TracedSpan", "span_to_dict", "trace_of"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "LiveTraces",
@@ -36,3 +49,16 @@ __all__ = [
     "trace_of",
     "tracing_enabled",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME_OF.get(name)
+    if home is None:
+        raise AttributeError(f"module 'harness.observability' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from harness.observability._cost_fold import Request, RunFold
+if TYPE_CHECKING:
+    from harness.observability._cost_fold import Request, RunFold
 
 __all__ = ["Groups", "Line", "RunInfo", "TokenCounts"]
 

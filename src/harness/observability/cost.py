@@ -21,20 +21,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, get_args
 
-from harness.core.events import RunEvent, RunSubmitted, payloads
 from harness.core.states import RunState
 from harness.errors import ConfigError
-from harness.observability._cost_fold import (
-    FOLDED_TYPES,
-    RunFold,
-    fold_run,
-    tool_names,
-    unnamed_calls,
-)
 from harness.observability._cost_groups import Groups, Line, RunInfo, TokenCounts
-from harness.store.protocol import EventStore, MessageTokens, RunRecord
+
+if TYPE_CHECKING:
+    # The fold, the event classes and the store load when a report is read, not when
+    # `harness --help` lists this command (DIMENSIONS).
+    from harness.core.events import RunEvent
+    from harness.observability._cost_fold import RunFold
+    from harness.store.protocol import EventStore, MessageTokens, RunRecord
 
 __all__ = [
     "DIMENSIONS",
@@ -129,6 +127,8 @@ async def read_cost(
 
 
 async def _folds(store: EventStore, chunk: Sequence[RunRecord]) -> list[tuple[RunRecord, RunFold]]:
+    from harness.observability._cost_fold import FOLDED_TYPES, fold_run
+
     ids = [record.run_id for record in chunk]
     events = _by_run(await store.events_of_runs(ids, types=FOLDED_TYPES))
     messages = _by_run(await store.message_tokens(ids, roles=("tool",)))
@@ -157,6 +157,9 @@ async def _inherited_names(
 
     One query per generation of ancestors, for the whole chunk.
     """
+    from harness.core.events import RunSubmitted, payloads
+    from harness.observability._cost_fold import tool_names, unnamed_calls
+
     wanted: set[str] = set()
     parents: set[str] = set()
     for record in chunk:

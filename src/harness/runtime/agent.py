@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness.agent.spec import AgentSpec
-from harness.core.events import RunEvent
-from harness.core.results import RunResult
 from harness.runtime.harness import Harness
+
+if TYPE_CHECKING:
+    from harness.core.events import RunEvent
+    from harness.core.results import RunResult
 
 __all__ = ["Agent"]
 
@@ -45,4 +47,6 @@ class Agent(AgentSpec):
         task_type: str | None = None,
     ) -> RunResult:
         """Run this agent once on `task`, blocking until it ends."""
+        import asyncio
+
         return asyncio.run(self.run(task, stream=stream, on_event=on_event, task_type=task_type))

@@ -8,30 +8,15 @@ Other processes steer a run through control requests in the store.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import getpass
 import os
-import socket
 from collections.abc import AsyncIterator, Callable, Mapping
-from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from harness.agent.spec import AgentSpec
-from harness.core.codec import SCHEMA_VERSION, payload_to_dict, result_from_dict, usage_to_dict
-from harness.core.events import (
-    ApprovalDecided,
-    ApprovalRequested,
-    RunCancelled,
-    RunEvent,
-    RunFailed,
-    RunFinished,
-    RunResumed,
-    RunSubmitted,
-)
 from harness.core.ids import check_task_type, new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
@@ -39,29 +24,46 @@ from harness.core.states import TERMINAL_STATES, RunState
 from harness.core.usage import Usage
 from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, StoreError
 from harness.memory import TokenCounter
-from harness.observability import (
-    LiveTraces,
-    Sampler,
-    SpanExport,
-    StoredRun,
-    TraceContext,
-    TraceSettings,
-    capture_content,
-    tracing_enabled,
-)
-from harness.runtime.bus import EventBus
-from harness.runtime.executor import RunExecutor
 from harness.runtime.lifecycle import check_transition
-from harness.runtime.resources import AgentResources, private_directories
-from harness.runtime.runs import agent_metadata
-from harness.runtime.settings import Settings, load_settings
-from harness.store import open_store
-from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord
-from harness.tools import ApprovalHandler, AuditLog
-from harness.tools.preflight import check_workspace_tools
 
 if TYPE_CHECKING:
+    # What running needs is bound by `_load_runtime` at the first `Harness()`, so that
+    # `from harness import Harness` loads none of it (tests/test_import_cost.py).
+    import asyncio
+    import socket
+    from pathlib import Path
+
+    from harness.core.codec import payload_to_dict, result_from_dict, usage_to_dict
+    from harness.core.events import (
+        ApprovalDecided,
+        ApprovalRequested,
+        RunCancelled,
+        RunEvent,
+        RunFailed,
+        RunFinished,
+        RunResumed,
+        RunSubmitted,
+    )
+    from harness.observability import (
+        LiveTraces,
+        Sampler,
+        SpanExport,
+        StoredRun,
+        TraceContext,
+        TraceSettings,
+        capture_content,
+        tracing_enabled,
+    )
     from harness.observability.metrics import MetricsSubscriber
+    from harness.runtime.bus import EventBus
+    from harness.runtime.executor import RunExecutor
+    from harness.runtime.resources import AgentResources, private_directories
+    from harness.runtime.runs import agent_metadata
+    from harness.runtime.settings import Settings, load_settings
+    from harness.store import open_store
+    from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord
+    from harness.tools import ApprovalHandler, AuditLog
+    from harness.tools.preflight import check_workspace_tools
 
 __all__ = ["Harness", "already_decided", "stored_context"]
 
@@ -116,6 +118,7 @@ class Harness:
         metrics: bool | MetricsSubscriber = False,
         traces: SpanExport | None = None,
     ) -> None:
+        _load_runtime()
         self.settings = settings or load_settings()
         self.bus = EventBus()
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id('h')[-8:]}"
@@ -654,6 +657,8 @@ def _trace_export(settings: TraceSettings) -> SpanExport | None:
 
 def stored_context(record: RunRecord) -> TraceContext:
     """The trace context stored with a run; one derived from its id for older runs."""
+    from harness.observability import TraceContext
+
     if record.trace_parent is None:
         return TraceContext.derived(record.run_id)
     caller = record.metadata.get("trace_caller")
@@ -688,6 +693,8 @@ def _metrics(metrics: bool | MetricsSubscriber) -> MetricsSubscriber | None:
 
 def _encoded(record: RunRecord) -> dict[str, Any]:
     """The result of an ended run in the codec's form, from its row."""
+    from harness.core.codec import SCHEMA_VERSION
+
     return {
         **(record.result_data or {}),
         "v": SCHEMA_VERSION,
@@ -702,6 +709,8 @@ def _encoded(record: RunRecord) -> dict[str, Any]:
 
 def already_decided(decision: Decision) -> AlreadyDecided:
     """The error of a decision that lost to `decision`: which one stands, who and when."""
+    from datetime import UTC, datetime
+
     verdict = "approved" if decision.approved else "denied"
     when = datetime.fromtimestamp(decision.decided_at, UTC).isoformat(timespec="milliseconds")
     why = f" ({decision.reason})" if decision.reason and not decision.approved else ""
@@ -809,3 +818,47 @@ def _guard_private(workspace: Path, home: Path) -> None:
         if private == home:
             with contextlib.suppress(OSError):  # a read-only place: no command can write either
                 real.mkdir(mode=0o700, exist_ok=True)
+
+
+def _load_runtime() -> None:
+    """Bind what running needs (event loop, executor, store, codec, events) as globals.
+
+    Called by every `Harness()`, before anything else runs: importing this module loads
+    none of it, and the methods then find these names as globals at no cost per call (an
+    import statement in `submit` would cost microseconds per run).
+    """
+    global asyncio, socket, payload_to_dict, result_from_dict, usage_to_dict
+    global ApprovalDecided, ApprovalRequested, RunCancelled, RunFailed, RunFinished, RunResumed
+    global RunSubmitted, LiveTraces, Sampler, StoredRun, TraceContext, capture_content
+    global tracing_enabled, EventBus, RunExecutor, AgentResources, private_directories
+    global agent_metadata, load_settings, open_store, Decision, NewEvent, NewRun, RunRecord
+    global check_workspace_tools
+    import asyncio
+    import socket
+
+    from harness.core.codec import payload_to_dict, result_from_dict, usage_to_dict
+    from harness.core.events import (
+        ApprovalDecided,
+        ApprovalRequested,
+        RunCancelled,
+        RunFailed,
+        RunFinished,
+        RunResumed,
+        RunSubmitted,
+    )
+    from harness.observability import (
+        LiveTraces,
+        Sampler,
+        StoredRun,
+        TraceContext,
+        capture_content,
+        tracing_enabled,
+    )
+    from harness.runtime.bus import EventBus
+    from harness.runtime.executor import RunExecutor
+    from harness.runtime.resources import AgentResources, private_directories
+    from harness.runtime.runs import agent_metadata
+    from harness.runtime.settings import load_settings
+    from harness.store import open_store
+    from harness.store.protocol import Decision, NewEvent, NewRun, RunRecord
+    from harness.tools.preflight import check_workspace_tools

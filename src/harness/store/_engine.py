@@ -2,7 +2,9 @@
 
 `Writer` owns the one write connection and commits in groups: coroutines queue their
 writes, the thread takes everything queued (up to `max_batch`), runs it in one
-transaction, commits once, and resolves every caller's future on its own loop. Under load
+transaction, commits once, and resolves every caller's future on its own loop. It writes
+for PostgreSQL and for SQLite with `synchronous=FULL`; other SQLite stores write on the
+event loop's thread (`_loop_writer.LoopWriter`). Under load
 one commit serves hundreds of steps. When one write of a batch fails, the batch runs
 again with a savepoint around each write, so the failure undoes that write alone.
 `Readers` runs queries on a small pool of connections.
@@ -16,21 +18,42 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from harness.store._sql import Batch, Db, Driver
 from harness.store.errors import StoreError
 
-__all__ = ["Readers", "Writer"]
+__all__ = [
+    "CommitFailed",
+    "Committer",
+    "Readers",
+    "WriteFailed",
+    "Writer",
+    "closed_error",
+    "commit_error",
+    "translate_error",
+]
 
 T = TypeVar("T")
 Op = Callable[[Db], Any]
 _Outcome = tuple[Any, BaseException | None]
 _RETRIES = 5
 _log = logging.getLogger(__name__)
+
+
+class Committer(Protocol):
+    """What the store's writes go through: `Writer` (a thread) or `LoopWriter` (the loop)."""
+
+    def submit(self, op: Callable[[Db], T]) -> Awaitable[T]:
+        """Run `op` in a transaction; the result is known once that transaction committed."""
+        ...
+
+    async def stop(self) -> None:
+        """Commit what is queued and close the connection."""
+        ...
 
 
 @dataclass(slots=True)
@@ -111,18 +134,18 @@ class Writer:
         while True:
             try:
                 return self._transaction(batch, isolate)
-            except _WriteFailed as failed:
+            except WriteFailed as failed:
                 if len(batch) == 1:
-                    return [(None, _translate(self._driver, failed.error))]
+                    return [(None, translate_error(self._driver, failed.error))]
                 isolate = True
-            except _CommitFailed as failed:
+            except CommitFailed as failed:
                 known = self._db is not None and self._db.usable()
                 self._drop_if_broken()
-                return [(None, _commit_error(self._driver, failed.error, known)) for _ in batch]
+                return [(None, commit_error(self._driver, failed.error, known)) for _ in batch]
             except Exception as exc:
                 broken = self._drop_if_broken()
                 if attempt >= _RETRIES or not (broken or self._driver.retry_batch(exc)):
-                    return [(None, _translate(self._driver, exc)) for _ in batch]
+                    return [(None, translate_error(self._driver, exc)) for _ in batch]
                 time.sleep(0.005 * attempt)
                 attempt += 1
 
@@ -141,7 +164,7 @@ class Writer:
             try:
                 db.execute("COMMIT")
             except Exception as exc:
-                raise _CommitFailed(exc) from exc
+                raise CommitFailed(exc) from exc
         except BaseException:
             with contextlib.suppress(Exception):
                 db.execute("ROLLBACK")
@@ -155,7 +178,7 @@ class Writer:
         except Exception as exc:
             if self._driver.retry_batch(exc) or not db.usable():
                 raise
-            raise _WriteFailed(exc) from exc
+            raise WriteFailed(exc) from exc
 
     def _isolated(self, db: Db, op: Op) -> _Outcome:
         """Run `op` in a savepoint: its failure undoes its writes and no one else's."""
@@ -167,7 +190,7 @@ class Writer:
                 raise
             db.execute("ROLLBACK TO SAVEPOINT step")
             db.execute("RELEASE SAVEPOINT step")
-            return None, _translate(self._driver, exc)
+            return None, translate_error(self._driver, exc)
         db.execute("RELEASE SAVEPOINT step")
         return value, None
 
@@ -181,21 +204,25 @@ class Writer:
         return True
 
 
-class _WriteFailed(Exception):
+class WriteFailed(Exception):
+    """One write of a group commit failed: the batch runs again, a savepoint per write."""
+
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
         self.error = error
 
 
-class _CommitFailed(Exception):
+class CommitFailed(Exception):
+    """COMMIT itself failed: its outcome may be unknown."""
+
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
         self.error = error
 
 
-def _commit_error(driver: Driver, exc: Exception, known: bool) -> BaseException:
+def commit_error(driver: Driver, exc: Exception, known: bool) -> BaseException:
     """The error of a failed COMMIT; when the connection broke, the outcome is unknown."""
-    error = _translate(driver, exc)
+    error = translate_error(driver, exc)
     if known or not isinstance(error, StoreError):
         return error
     unknown = StoreError(
@@ -206,7 +233,7 @@ def _commit_error(driver: Driver, exc: Exception, known: bool) -> BaseException:
     return unknown
 
 
-def _translate(driver: Driver, exc: Exception) -> BaseException:
+def translate_error(driver: Driver, exc: Exception) -> BaseException:
     """A fresh `StoreError` for `exc` (one per caller: tracebacks are not shared)."""
     error = driver.translate(exc)
     if error is None:

@@ -13,10 +13,11 @@ from harness.core.codec import (
     loads,
     message_from_dict,
     message_to_dict,
+    payload_to_dict,
     usage_from_dict,
     usage_to_dict,
 )
-from harness.core.events import EVENT_TYPES, RunEvent
+from harness.core.events import EVENT_TYPES, EventPayload, RunEvent
 from harness.core.messages import Message
 from harness.core.results import TerminationReason
 from harness.core.states import RunState
@@ -32,6 +33,7 @@ __all__ = [
     "encode",
     "encode_event",
     "encode_message",
+    "encode_payload",
     "encode_usage",
     "event_from_body",
     "message_from_body",
@@ -75,15 +77,37 @@ def unwrap(body: str) -> Any:
     return loads(body)["data"]
 
 
-def encode_event(event: RunEvent) -> str:
-    """The stored body of an event.
+def encode_event(event: RunEvent, payload: dict[str, Any] | None = None) -> str:
+    """The stored body of an event; `payload` is its `encode_payload`, when made before.
 
     Raises:
         ConfigError: Unknown event type, or a payload that is not JSON-compatible.
     """
-    if event.type not in EVENT_TYPES:
-        raise ConfigError(f"unknown event type {event.type!r} (run {event.run_id})")
-    return encode(event_to_dict(event), f"the payload of event {event.type} of run {event.run_id}")
+    what = f"the payload of event {event.type} of run {event.run_id}"
+    if payload is None:
+        if event.type not in EVENT_TYPES:
+            raise ConfigError(f"unknown event type {event.type!r} (run {event.run_id})")
+        return encode(event_to_dict(event), what)
+    envelope = {
+        "v": SCHEMA_VERSION,
+        "run_id": event.run_id,
+        "seq": event.seq,
+        "ts": event.ts,
+        "type": event.type,
+        "payload": payload,
+    }  # `event_to_dict`'s envelope, around a payload encoded outside the transaction
+    return encode(envelope, what)
+
+
+def encode_payload(payload: EventPayload, run_id: str) -> dict[str, Any]:
+    """The JSON form of an event's payload, for `encode_event`.
+
+    Raises:
+        ConfigError: Unknown event type.
+    """
+    if payload.type not in EVENT_TYPES:
+        raise ConfigError(f"unknown event type {payload.type!r} (run {run_id})")
+    return payload_to_dict(payload)
 
 
 def event_from_body(body: str) -> RunEvent:

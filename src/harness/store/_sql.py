@@ -128,7 +128,7 @@ class Batch:
     def __init__(self, db: Db) -> None:
         self._db = db
         self._pending: dict[str, list[Sequence[object]]] = {}
-        self._tables: dict[str, re.Pattern[str]] = {}
+        self._tables: dict[str, str] = {}
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> None:
         """Run one statement, after the rows it could read."""
@@ -151,8 +151,7 @@ class Batch:
     def defer(self, head: str, rows: Sequence[Sequence[object]]) -> None:
         """Keep `rows` for `head` (`INSERT INTO table (columns)`) until the next flush."""
         if head not in self._tables:
-            table = head.split()[2]
-            self._tables[head] = re.compile(rf"\b{re.escape(table)}\b", re.IGNORECASE)
+            self._tables[head] = head.split()[2]
         self._pending.setdefault(head, []).extend(rows)
 
     def flush(self) -> None:
@@ -162,5 +161,21 @@ class Batch:
             insert_rows(self._db, head, rows)
 
     def _flush_for(self, sql: str) -> None:
-        if self._pending and any(self._tables[head].search(sql) for head in self._pending):
+        if self._pending and any(_names(sql, self._tables[head]) for head in self._pending):
             self.flush()
+
+
+_NAMED: dict[tuple[str, str], bool] = {}
+"""Whether a statement names a table: the store runs a few hundred distinct statements."""
+
+
+def _names(sql: str, table: str) -> bool:
+    """Whether `sql` names `table` (as a word, in any case)."""
+    key = (sql, table)
+    named = _NAMED.get(key)
+    if named is None:
+        if len(_NAMED) >= 4096:
+            _NAMED.clear()
+        pattern = rf"\b{re.escape(table)}\b"
+        named = _NAMED[key] = re.search(pattern, sql, re.IGNORECASE) is not None
+    return named

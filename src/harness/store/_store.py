@@ -12,7 +12,7 @@ from harness.core.events import EventType, RunEvent
 from harness.core.messages import Message
 from harness.errors import ConfigError
 from harness.store import _decisions, _leases, _reads, _schema, _writes
-from harness.store._engine import Readers, Writer, closed_error
+from harness.store._engine import Committer, Readers, Writer, closed_error
 from harness.store._notices import CHANNELS, Notices
 from harness.store._sql import Db, Driver, Listening
 from harness.store.protocol import (
@@ -35,7 +35,7 @@ T = TypeVar("T")
 
 
 class SqlStore:
-    """An `EventStore` whose writes go through one group-committing writer thread.
+    """An `EventStore` whose writes go through one group-committing writer.
 
     Args:
         driver: The database.
@@ -56,7 +56,7 @@ class SqlStore:
         self._clock: Clock = clock or SystemClock()
         self._max_batch = max_batch
         self._reader_count = readers
-        self._writer: Writer | None = None
+        self._writer: Committer | None = None
         self._readers: Readers | None = None
         self._notices = Notices()
         self._listening: Listening | None = None
@@ -69,10 +69,10 @@ class SqlStore:
         """
         if self._writer is not None:
             return
-        self._writer = Writer(self._driver, max_batch=self._max_batch)
-        self._readers = Readers(self._driver, size=self._reader_count)
         now = self._clock.now()
         try:
+            self._writer = await self._start_writer()
+            self._readers = Readers(self._driver, size=self._reader_count)
             await self._write(lambda db: _schema.migrate(db, self._driver.dialect, now))
             self._listening = await asyncio.to_thread(
                 self._driver.listen, self._post, list(CHANNELS.values())
@@ -110,12 +110,16 @@ class SqlStore:
         """Create a run with its first events and messages; see `EventStore.create_run`."""
         d, now = self._driver.dialect, self._clock.now()
         events, messages = tuple(events), tuple(messages)
-        return await self._write(lambda db: _writes.create_run(db, d, run, events, messages, now))
+        encoded = _writes.encode_step(run.run_id, events, messages)
+        return await self._write(
+            lambda db: _writes.create_run(db, d, run, events, messages, now, encoded)
+        )
 
     async def append(self, step: StepWrite) -> list[RunEvent]:
         """Commit one step; see `EventStore.append`."""
         d, now, step = self._driver.dialect, self._clock.now(), _writes.snapshot(step)
-        return await self._write(lambda db: _writes.append(db, d, step, now))
+        encoded = _writes.encode_step(step.run_id, step.events, step.messages)
+        return await self._write(lambda db: _writes.append(db, d, step, now, encoded))
 
     async def transition(
         self,
@@ -130,8 +134,10 @@ class SqlStore:
         step = StepWrite(run_id=run_id, events=tuple(events), update=update)
         step = _writes.with_state(step, to_state)
         now, states = self._clock.now(), frozenset(map(str, from_states))
-        d = self._driver.dialect
-        return await self._write(lambda db: _writes.transition(db, d, run_id, states, step, now))
+        d, encoded = self._driver.dialect, _writes.encode_step(run_id, step.events, ())
+        return await self._write(
+            lambda db: _writes.transition(db, d, run_id, states, step, now, encoded)
+        )
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or `None`."""
@@ -276,6 +282,10 @@ class SqlStore:
     async def schema_version(self) -> int:
         """The last migration applied to the database."""
         return await self._read(_reads.schema_version)
+
+    async def _start_writer(self) -> Committer:
+        """The writes' way to the database: a thread that commits them in groups."""
+        return Writer(self._driver, max_batch=self._max_batch)
 
     async def _write(self, op: Callable[[Db], T]) -> T:
         if self._writer is None:

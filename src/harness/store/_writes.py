@@ -16,7 +16,14 @@ from harness.core.states import RunState
 from harness.core.usage import Usage
 from harness.errors import ConfigError
 from harness.store._notices import notify
-from harness.store._rows import encode_event, encode_message, encode_usage, event_from_body, wrap
+from harness.store._rows import (
+    encode_event,
+    encode_message,
+    encode_payload,
+    encode_usage,
+    event_from_body,
+    wrap,
+)
 from harness.store._sql import Db, Dialect, insert_rows, marks
 from harness.store.errors import StoreConflict
 from harness.store.protocol import (
@@ -29,9 +36,11 @@ from harness.store.protocol import (
 )
 
 __all__ = [
+    "Encoded",
     "append",
     "check_state",
     "create_run",
+    "encode_step",
     "record_audit",
     "snapshot",
     "transition",
@@ -40,6 +49,32 @@ __all__ = [
 
 
 _NO_USAGE = encode_usage(Usage())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Encoded:
+    """A step's event payloads and messages as stored, encoded before its transaction.
+
+    The transaction then only wraps each payload in its envelope (which holds the `seq`
+    the transaction gives it), so that less of its time holds the event loop.
+    """
+
+    payloads: tuple[dict[str, Any], ...]
+    """`encode_payload` of each event, in order."""
+    messages: tuple[str, ...]
+    """The stored body of each message, in order."""
+
+
+def encode_step(run_id: str, events: Sequence[NewEvent], messages: Sequence[Message]) -> Encoded:
+    """Encode what a step writes, outside its transaction.
+
+    Raises:
+        ConfigError: An unknown event type, or a message that is not JSON-compatible.
+    """
+    return Encoded(
+        payloads=tuple(encode_payload(new.payload, run_id) for new in events),
+        messages=tuple(encode_message(m, run_id) for m in messages),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +92,9 @@ def create_run(
     events: Sequence[NewEvent],
     messages: Sequence[Message],
     now: float,
+    encoded: Encoded | None = None,
 ) -> list[RunEvent]:
-    """Insert a run with its first events and messages."""
+    """Insert a run with its first events and messages (`encoded` before, when given)."""
     if run.owner is not None and run.lease_s is None:
         raise ConfigError(f"run {run.run_id} is created with an owner but no lease_s")
     state = check_state(run.run_id, run.state)
@@ -91,10 +127,12 @@ def create_run(
         f"INSERT INTO runs ({', '.join(row)}) VALUES ({marks(len(row))})", tuple(row.values())
     )
     step = StepWrite(run_id=run.run_id, events=events, messages=messages)
-    return _insert(db, d, step, _Counters(last_seq=0, last_message=0), now)
+    return _insert(db, d, step, _Counters(last_seq=0, last_message=0), now, encoded)
 
 
-def append(db: Db, d: Dialect, step: StepWrite, now: float) -> list[RunEvent]:
+def append(
+    db: Db, d: Dialect, step: StepWrite, now: float, encoded: Encoded | None = None
+) -> list[RunEvent]:
     """Write one step, or return what it wrote before when its key was seen already."""
     if step.key is not None:
         _lock(db, d, step.run_id)  # writers of this run wait here, then see each other's keys
@@ -107,7 +145,7 @@ def append(db: Db, d: Dialect, step: StepWrite, now: float) -> list[RunEvent]:
     before = _advance(db, step, now)
     if before is None:
         raise _conflict(db, step)
-    events = _insert(db, d, step, before, now)
+    events = _insert(db, d, step, before, now, encoded)
     if step.key is not None:
         db.execute(
             "INSERT INTO step_keys (run_id, key, first_seq, last_seq) VALUES (?, ?, ?, ?)",
@@ -123,6 +161,7 @@ def transition(
     from_states: Collection[str],
     step: StepWrite,
     now: float,
+    encoded: Encoded | None = None,
 ) -> list[RunEvent] | None:
     """Write `step` only if the run is in one of `from_states`; `None` when it is not."""
     guarded = replace(step, expect_states=from_states, owner=None, key=None)
@@ -131,7 +170,7 @@ def transition(
         if not db.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
             raise StoreConflict(f"there is no run {run_id}")
         return None
-    return _insert(db, d, guarded, before, now)
+    return _insert(db, d, guarded, before, now, encoded)
 
 
 def record_audit(db: Db, run_id: str, record: Mapping[str, Any], now: float) -> None:
@@ -188,9 +227,13 @@ def _conflict(db: Db, step: StepWrite) -> StoreConflict:
     return StoreConflict(f"run {step.run_id} is leased to {owner or 'nobody'}, not to {step.owner}")
 
 
-def _insert(db: Db, d: Dialect, step: StepWrite, before: _Counters, now: float) -> list[RunEvent]:
+def _insert(
+    db: Db, d: Dialect, step: StepWrite, before: _Counters, now: float, encoded: Encoded | None
+) -> list[RunEvent]:
     """Insert the step's events, messages and blobs after the run's counters `before`."""
     run_id = step.run_id
+    if encoded is None:
+        encoded = encode_step(run_id, step.events, step.messages)
     events = [
         RunEvent(
             run_id=run_id,
@@ -204,11 +247,14 @@ def _insert(db: Db, d: Dialect, step: StepWrite, before: _Counters, now: float) 
         insert_rows(
             db,
             "INSERT INTO events (run_id, seq, ts, type, body)",
-            [(run_id, e.seq, e.ts, e.type, encode_event(e)) for e in events],
+            [
+                (run_id, e.seq, e.ts, e.type, encode_event(e, payload))
+                for e, payload in zip(events, encoded.payloads, strict=True)
+            ],
         )
         notify(db, d, "events", run_id)
     if step.messages:
-        _insert_messages(db, run_id, before.last_message, step.messages, now)
+        _insert_messages(db, run_id, before.last_message, step.messages, encoded.messages, now)
     if step.blobs:
         _put_blobs(db, run_id, step.blobs, now)
     for record in step.audit:
@@ -217,7 +263,7 @@ def _insert(db: Db, d: Dialect, step: StepWrite, before: _Counters, now: float) 
 
 
 def _insert_messages(
-    db: Db, run_id: str, last: int, messages: Sequence[Message], now: float
+    db: Db, run_id: str, last: int, messages: Sequence[Message], bodies: Sequence[str], now: float
 ) -> None:
     insert_rows(
         db,
@@ -232,9 +278,9 @@ def _insert_messages(
                 m.tokens,
                 m.tokens_source,
                 now,
-                encode_message(m, run_id),
+                body,
             )
-            for i, m in enumerate(messages, start=1)
+            for i, (m, body) in enumerate(zip(messages, bodies, strict=True), start=1)
         ],
     )
 

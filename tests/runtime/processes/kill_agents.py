@@ -50,9 +50,23 @@ def _deploys(request: ModelRequest) -> Message:
     return reply(f"shipped {done}")
 
 
+DENIALS_ALLOWED = 100
+"""Denials in a row that the deployer's run takes without a repeated-failure stop.
+
+A denied call is a failed call: by default 3 in a row inject a hint and 6 stop the run
+(`repeated_failure`). The deployer's model ignores hints, and the tests deny as many of
+its calls as a race makes them (up to every one): each denied call must still be followed
+by the next request, so the stop is out of reach here."""
+
+
 def deployer() -> Agent:
-    """Asks for approval of one deploy after another."""
-    return Agent(name="deployer", model=FunctionModel(_deploys), tools=[deploy])
+    """Asks for approval of one deploy after another, however many are denied."""
+    return Agent(
+        name="deployer",
+        model=FunctionModel(_deploys),
+        tools=[deploy],
+        limits=Limits(max_identical_failures=DENIALS_ALLOWED),
+    )
 
 
 async def _stuck_after_the_log(request: ModelRequest) -> Message:

@@ -1,0 +1,399 @@
+"""SQLite's writer on the event loop's own thread: one transaction per iteration of the loop.
+
+A write adds its operation to the open batch. The first write of an iteration schedules
+the flush with `loop.call_soon`, so every write requested during that iteration commits in
+one transaction when the loop comes round to it: no writer thread, no hand-off between
+threads, and one future per batch that all its callers wait on before each reads its own
+outcome. With WAL and `synchronous=NORMAL` a commit does not fsync; it holds the loop for
+tens or hundreds of microseconds, and `commit_stats` reports how long.
+
+A transaction takes at most `max_batch` writes, and once it has run 32 it takes no more
+after it has held the loop for 1 ms: the rest commit in the next iteration, so the loop
+serves its other callbacks between commits. What the threaded `Writer` guarantees holds
+here too: a write that fails is undone alone (the batch runs again with a savepoint
+per write); a failed COMMIT on a broken connection reports the outcome as unknown (on a
+working one, where nothing was written, each write runs again alone); errors
+reach the callers as `StoreError`; a caller cancelled while it waits does not undo its
+write (its cancellation takes effect once the batch is settled).
+
+The loop never waits for a lock. The connection's busy timeout is zero: when another
+process holds SQLite's write lock, BEGIN fails at once and the batch tries again later
+(`call_later`, after 1, 2, 4 … 32 ms), writes requested meanwhile joining it; after
+`lock_wait_s` its callers get a `StoreError` that says the database is locked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from array import array
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, TypeVar
+
+from harness.errors import ConfigError
+from harness.store._engine import CommitFailed, WriteFailed, commit_error, translate_error
+from harness.store._sql import Batch, Db, Driver
+
+__all__ = ["CommitStats", "CommitTimes", "LockingDriver", "LoopWriter"]
+
+T = TypeVar("T")
+Op = Callable[[Db], Any]
+_Outcome = tuple[Any, BaseException | None]
+_log = logging.getLogger(__name__)
+
+_FIRST_RETRY_S: Final = 0.001
+_LAST_RETRY_S: Final = 0.032
+_BUDGET_S: Final = 0.001
+_MIN_GROUP: Final = 32
+_RESERVOIR: Final = 4096
+"""Commit durations kept for the percentiles: the last this many."""
+
+
+class LockingDriver(Driver, Protocol):
+    """A driver whose database has one write lock that another process may hold."""
+
+    def locked(self, exc: Exception) -> bool:
+        """Whether `exc` means another connection holds the write lock."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommitStats:
+    """How long the writer's transactions held the event loop, in milliseconds.
+
+    Wall time is what the loop's other callbacks waited; on a busy machine it includes the
+    time the operating system ran other processes, which the thread's CPU time leaves out.
+    """
+
+    count: int
+    """Transactions run since the store was made (committed or rolled back)."""
+    p50_ms: float
+    """The median wall time of the last 4,096."""
+    p99_ms: float
+    """The 99th percentile wall time of the last 4,096."""
+    max_ms: float
+    """The longest wall time of all."""
+    cpu_p50_ms: float
+    """The median CPU time of the loop's thread, of the last 4,096."""
+    cpu_p99_ms: float
+    """The 99th percentile CPU time of the loop's thread, of the last 4,096."""
+    cpu_max_ms: float
+    """The most CPU time of all."""
+
+
+class CommitTimes:
+    """Durations of transactions in fixed rings of floats: nothing allocated per commit."""
+
+    def __init__(self, size: int = _RESERVOIR) -> None:
+        self._wall = array("d", bytes(8 * size))
+        self._cpu = array("d", bytes(8 * size))
+        self._count = 0
+        self._max = self._max_cpu = 0.0
+
+    def record(self, wall_s: float, cpu_s: float) -> None:
+        """Keep one transaction's wall and CPU time."""
+        slot = self._count % len(self._wall)
+        self._wall[slot], self._cpu[slot] = wall_s, cpu_s
+        self._count += 1
+        self._max, self._max_cpu = max(self._max, wall_s), max(self._max_cpu, cpu_s)
+
+    def stats(self) -> CommitStats:
+        """Count, median, 99th percentile (of the rings) and maximum (of all)."""
+        kept = min(self._count, len(self._wall))
+        wall, cpu = sorted(self._wall[:kept]), sorted(self._cpu[:kept])
+        return CommitStats(
+            count=self._count,
+            p50_ms=_at(wall, 0.5),
+            p99_ms=_at(wall, 0.99),
+            max_ms=self._max * 1e3,
+            cpu_p50_ms=_at(cpu, 0.5),
+            cpu_p99_ms=_at(cpu, 0.99),
+            cpu_max_ms=self._max_cpu * 1e3,
+        )
+
+
+def _at(ordered: list[float], quantile: float) -> float:
+    """The value at `quantile` of sorted seconds, in milliseconds (0 when there are none)."""
+    if not ordered:
+        return 0.0
+    return ordered[int((len(ordered) - 1) * quantile)] * 1e3
+
+
+class _Settled(asyncio.Future[None]):
+    """The future of a batch; cancelling one caller that waits on it leaves it running."""
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        return False
+
+
+@dataclass(slots=True, eq=False)
+class _Batch:
+    """Writes that commit together, and each one's outcome once it is known."""
+
+    done: _Settled
+    ops: list[Op] = field(default_factory=list[Op])
+    values: list[Any] = field(default_factory=list[Any])
+    errors: list[BaseException | None] = field(default_factory=list[BaseException | None])
+    begun: bool = False
+    """A transaction of it ran: writes requested later wait for the next batch."""
+    locked_since: float | None = None
+    tries: int = 0
+
+
+class _CommitLost(CommitFailed):
+    """COMMIT failed after the transaction ran its first `ran` writes."""
+
+    def __init__(self, error: Exception, ran: int) -> None:
+        super().__init__(error)
+        self.ran = ran
+
+
+class _Locked(Exception):
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class LoopWriter:
+    """Runs writes on the event loop's thread, one transaction per iteration of the loop.
+
+    Args:
+        driver: Translates the database's errors and recognises its lock.
+        db: The write connection, with a busy timeout of zero.
+        times: Where each transaction's duration goes.
+        max_batch: At most this many writes per transaction; 1 commits every write alone.
+        lock_wait_s: How long a batch waits for another process's write lock.
+    """
+
+    def __init__(
+        self,
+        driver: LockingDriver,
+        db: Db,
+        times: CommitTimes,
+        *,
+        max_batch: int = 256,
+        lock_wait_s: float = 5.0,
+    ) -> None:
+        self._driver = driver
+        self._db = db
+        self._times = times
+        self._max_batch = max(1, max_batch)
+        self._lock_wait_s = lock_wait_s
+        self._batches: deque[_Batch] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def submit(self, op: Callable[[Db], T]) -> T:
+        """Run `op` in this iteration's transaction; returns once that committed."""
+        batch = self._open_batch()
+        index = len(batch.ops)
+        batch.ops.append(op)
+        await batch.done
+        error = batch.errors[index]
+        if error is not None:
+            raise error
+        return batch.values[index]
+
+    async def stop(self) -> None:
+        """Commit what is queued, then close the connection."""
+        if self._batches:
+            await self._batches[-1].done
+        await asyncio.to_thread(self._db.close)
+
+    def _open_batch(self) -> _Batch:
+        """The batch a new write joins: the last one, unless it began or is full."""
+        if self._batches:
+            last = self._batches[-1]
+            if not last.begun and len(last.ops) < self._max_batch:
+                return last
+        loop = asyncio.get_running_loop()
+        if self._batches and loop is not self._loop:
+            raise ConfigError(
+                "a SQLite store was written from two event loops at once; use it from one"
+            )
+        batch = _Batch(done=_Settled(loop=loop))
+        self._batches.append(batch)
+        if len(self._batches) == 1:
+            self._loop = loop
+            loop.call_soon(self._flush)
+        return batch
+
+    def _flush(self) -> None:
+        """Commit the first batch, or as much of it as one transaction takes."""
+        batch = self._batches[0]
+        try:
+            locked = self._commit_next(batch)
+        except Exception as exc:  # a bug: still, never leave a caller waiting
+            _log.exception("store writer failed")
+            locked, bug = None, exc
+            _fail_rest(batch, lambda: bug)
+        if locked is not None:
+            self._wait_for_lock(batch, locked)
+        elif len(batch.values) < len(batch.ops):
+            self._later(0.0)
+        else:
+            self._settle(batch)
+
+    def _settle(self, batch: _Batch) -> None:
+        """Wake the batch's callers, and turn to the next batch."""
+        self._batches.popleft()
+        batch.done.set_result(None)
+        if self._batches:
+            self._later(0.0)
+
+    def _commit_next(self, batch: _Batch) -> Exception | None:
+        """Run the batch's next transaction; the lock error when another process holds it."""
+        ops = batch.ops[len(batch.values) :]
+        started, cpu = time.perf_counter(), time.thread_time()
+        try:
+            outcomes = self._attempts(ops)
+        except _Locked as locked:
+            return locked.error
+        except Exception as exc:
+            outcomes = [(None, translate_error(self._driver, exc)) for _ in ops]
+        self._times.record(time.perf_counter() - started, time.thread_time() - cpu)
+        batch.begun, batch.locked_since, batch.tries = True, None, 0
+        for value, error in outcomes:
+            batch.values.append(value)
+            batch.errors.append(error)
+        return None
+
+    def _attempts(self, ops: list[Op]) -> list[_Outcome]:
+        """The batch's outcomes: together first, then a savepoint per write if one failed."""
+        try:
+            return self._transaction(ops, isolate=False)
+        except WriteFailed as failed:
+            if len(ops) == 1:
+                return [(None, translate_error(self._driver, failed.error))]
+        except _CommitLost as lost:
+            return self._after_lost_commit(ops[: lost.ran], lost)
+        try:
+            return self._transaction(ops, isolate=True)
+        except _CommitLost as lost:
+            return self._after_lost_commit(ops[: lost.ran], lost)
+
+    def _after_lost_commit(self, ops: list[Op], lost: _CommitLost) -> list[_Outcome]:
+        """The outcomes after a failed COMMIT: unknown on a broken connection.
+
+        On a working one nothing was written, and each write runs again alone, so that one
+        the database refuses (a full disk) fails by itself and one that needs no room
+        still commits.
+        """
+        known = self._db.usable()
+        if len(ops) == 1 or not known:
+            return [(None, commit_error(self._driver, lost.error, known)) for _ in ops]
+        return [self._alone(op) for op in ops]
+
+    def _alone(self, op: Op) -> _Outcome:
+        try:
+            return self._transaction([op], isolate=False)[0]
+        except WriteFailed as failed:
+            return None, translate_error(self._driver, failed.error)
+        except _CommitLost as lost:
+            return None, commit_error(self._driver, lost.error, self._db.usable())
+        except _Locked as locked:
+            return None, translate_error(self._driver, locked.error)
+        except Exception as exc:
+            return None, translate_error(self._driver, exc)
+
+    def _transaction(self, ops: list[Op], *, isolate: bool) -> list[_Outcome]:
+        db = self._db
+        try:
+            db.execute(self._driver.dialect.begin)
+        except Exception as exc:
+            if self._driver.locked(exc):
+                raise _Locked(exc) from exc
+            raise
+        try:
+            if isolate:
+                outcomes = self._run(ops, self._isolated)
+            else:
+                shared = Batch(db)
+                outcomes = self._run(ops, lambda op: self._shared(shared, op))
+                self._shared(shared, lambda _: shared.flush())
+            self._commit(len(outcomes))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                db.execute("ROLLBACK")
+            raise
+        return outcomes
+
+    def _run(self, ops: list[Op], run: Callable[[Op], _Outcome]) -> list[_Outcome]:
+        """Run `ops` in order, stopping early once the transaction held the loop too long.
+
+        The first `_MIN_GROUP` writes always run together; the rest wait for the next
+        transaction once this one took `_BUDGET_S`.
+        """
+        started, outcomes = time.perf_counter(), list[_Outcome]()
+        for op in ops:
+            outcomes.append(run(op))
+            if len(outcomes) >= _MIN_GROUP and time.perf_counter() - started > _BUDGET_S:
+                break
+        return outcomes
+
+    def _commit(self, ran: int) -> None:
+        try:
+            self._db.execute("COMMIT")
+        except Exception as exc:
+            if self._driver.locked(exc):
+                raise _Locked(exc) from exc
+            raise _CommitLost(exc, ran) from exc
+
+    def _shared(self, db: Db, op: Op) -> _Outcome:
+        """Run `op` in the batch's transaction: its failure undoes the whole batch."""
+        try:
+            return op(db), None
+        except Exception as exc:
+            if self._driver.locked(exc):
+                raise _Locked(exc) from exc
+            if not db.usable():
+                raise
+            raise WriteFailed(exc) from exc
+
+    def _isolated(self, op: Op) -> _Outcome:
+        """Run `op` in a savepoint: its failure undoes its writes and no one else's."""
+        db = self._db
+        db.execute("SAVEPOINT step")
+        try:
+            value = op(db)
+        except Exception as exc:
+            if self._driver.locked(exc):
+                raise _Locked(exc) from exc
+            if not db.usable():
+                raise
+            db.execute("ROLLBACK TO SAVEPOINT step")
+            db.execute("RELEASE SAVEPOINT step")
+            return None, translate_error(self._driver, exc)
+        db.execute("RELEASE SAVEPOINT step")
+        return value, None
+
+    def _wait_for_lock(self, batch: _Batch, error: Exception) -> None:
+        """Try the batch again soon, or fail it once it waited `lock_wait_s`."""
+        assert self._loop is not None
+        now = self._loop.time()
+        if batch.locked_since is None:
+            batch.locked_since = now
+        left = batch.locked_since + self._lock_wait_s - now
+        if left <= 0:
+            _fail_rest(batch, lambda: translate_error(self._driver, error))
+            self._settle(batch)
+            return
+        self._later(min(_FIRST_RETRY_S * 2**batch.tries, _LAST_RETRY_S, left))
+        batch.tries += 1
+
+    def _later(self, delay_s: float) -> None:
+        assert self._loop is not None
+        if delay_s:
+            self._loop.call_later(delay_s, self._flush)
+        else:
+            self._loop.call_soon(self._flush)
+
+
+def _fail_rest(batch: _Batch, error: Callable[[], BaseException]) -> None:
+    """Give every write of the batch without an outcome its own error."""
+    for _ in range(len(batch.ops) - len(batch.values)):
+        batch.values.append(None)
+        batch.errors.append(error())

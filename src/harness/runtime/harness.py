@@ -196,8 +196,13 @@ class Harness:
     def _note_labels(self, record: RunRecord) -> None:
         """A run this process is about to execute: its labels, from its row."""
         if self.metrics is not None:
+            e, v = record.experiment, record.variant
             self.metrics.note_run(
-                record.run_id, agent=record.agent, task_type=record.task_type, model=record.model
+                record.run_id,
+                agent=record.agent,
+                task_type=record.task_type,
+                model=record.model,
+                variant=(e, v) if e and v else None,
             )
 
     async def _new_trace(self, parent_run_id: str | None) -> TraceContext:
@@ -792,6 +797,8 @@ def _new_record(created: list[RunEvent], run: NewRun) -> RunRecord:
         metadata=run.metadata,
         last_seq=created[-1].seq,
         task_type=run.task_type,
+        experiment=run.experiment,
+        variant=run.variant,
     )
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 import os
+import statistics
 import subprocess
 import sys
 from collections import Counter
@@ -154,7 +154,8 @@ async def test_four_hundred_runs_split_evenly_and_the_report_matches_the_arithme
         assert shown.cost_usd == pytest.approx(calls * price[shown.variant])
         assert shown.cost_per_run == pytest.approx(calls * price[shown.variant] / n)
         assert shown.cost_per_completed == pytest.approx(calls * price[shown.variant] / k)
-        assert shown.latency_p50_s is not None and shown.latency_p95_s is not None
+        assert shown.latency_p50_s is not None
+        assert shown.latency_p95_s is not None
         assert 0 <= shown.latency_p50_s <= shown.latency_p95_s
     a, b = report.variants
     pooled = (a.completed + b.completed) / RUNS

@@ -278,3 +278,39 @@ def test_a_bad_environment_value_names_the_variable(
         match=r"^environment variable HARNESS_TASK_TYPES__REFUND__STRATEGY: key 'task_types.refund.strategy': .*unknown strategy 'loop'",
     ):
         load_settings(home)
+
+
+async def test_a_task_type_brings_its_agent_and_an_explicit_argument_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.core.events import RunStarted
+    from harness.runtime.harness import Harness
+    from harness.testing import FakeOpenAIServer, FakeReply
+
+    for name in ("HARNESS_MODEL", "HARNESS_STORE"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeOpenAIServer([FakeReply.text("one"), FakeReply.text("two")]) as server:
+        (tmp_path / "harness.toml").write_text(
+            f'[agents.support]\nmodel = "openai:m"\nbase_url = "{server.base_url}"\ntools = []\n'
+            '[task_types.refund]\nagent = "support"\nlimits = { max_steps = 3 }\n'
+        )
+        async with Harness(load_settings(tmp_path), store=str(tmp_path / "h.db")) as h:
+            first = await h.submit(None, "go", task_type="refund")
+            second = await h.submit(
+                None, "go", task_type="refund", overrides=Overrides(limits={"max_steps": 2})
+            )
+            for run_id in (first, second):
+                await h.wait(run_id, timeout=60)
+            started = [
+                next(
+                    e.payload for e in await h.store.events(r) if isinstance(e.payload, RunStarted)
+                )
+                for r in (first, second)
+            ]
+            record = await h.get(second)
+            with pytest.raises(ConfigError, match="no agent given"):
+                await h.submit(None, "go", task_type="other")
+            with pytest.raises(ConfigError, match="no agent named 'ghost' \\(known: support\\)"):
+                await h.submit("ghost", "go")
+    assert [(s.agent, s.max_steps) for s in started] == [("support", 3), ("support", 2)]
+    assert record.metadata["overrides"] == {"limits": {"max_steps": 2}}

@@ -173,7 +173,9 @@ def _num(value: float | None, digits: int) -> str:
 
 
 def _usd(value: float | None) -> str:
-    return "-" if value is None else f"${value:.4f}"
+    if value is None:
+        return "-"
+    return f"${value:.6f}" if value < 0.01 else f"${value:.4f}"
 
 
 @experiments_app.command("stop")

@@ -180,7 +180,7 @@ def _significance(variants: Sequence[VariantReport]) -> Significance:
     line = (
         f"completion rate {best.variant} {_pct(best.completion_rate)} vs {worst.variant} "
         f"{_pct(worst.completion_rate)} ({gap:.1f} points): {verdict} at 95 % "
-        f"({test}, {shown}, p = {_p(p)})"
+        f"({test}, {shown}, p {_p(p)})"
     )
     return Significance(
         test=test, statistic=statistic, p_value=p, significant=significant, line=line
@@ -192,4 +192,4 @@ def _pct(rate: float | None) -> str:
 
 
 def _p(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+    return "< 0.001" if p < 0.001 else f"= {p:.3f}"

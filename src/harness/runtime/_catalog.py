@@ -15,8 +15,7 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from importlib import metadata as importlib_metadata
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.agent.spec import DEFAULT_INSTRUCTIONS, AgentSpec
 from harness.errors import ConfigError
@@ -34,6 +33,9 @@ from harness.runtime.settings import CONFIG_FILE, Settings
 from harness.store.protocol import RunRecord
 from harness.tools.spec import ToolSpec
 
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
 __all__ = ["ENTRY_POINT_GROUP", "AgentCatalog", "entry_point_names"]
 
 ENTRY_POINT_GROUP = "harness.agents"
@@ -44,8 +46,10 @@ _CacheKey = tuple[str, str | None, str | None, str | None, str | None]
 
 
 @functools.cache
-def _entry_points() -> dict[str, importlib_metadata.EntryPoint]:
-    return {ep.name: ep for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)}
+def _entry_points() -> dict[str, EntryPoint]:
+    from importlib import metadata  # only when a name is not registered in Python
+
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def entry_point_names() -> frozenset[str]:
@@ -239,7 +243,7 @@ def _python_tool(ref: str, where: str) -> ToolSpec:
     raise ConfigError(f"{where}: {module_name} has no function {attribute!r} for tool {ref!r}")
 
 
-def _load_entry_point(entry: importlib_metadata.EntryPoint) -> AgentSpec:
+def _load_entry_point(entry: EntryPoint) -> AgentSpec:
     where = f"entry point {entry.name!r} ({entry.value}) of group {ENTRY_POINT_GROUP}"
     try:
         found: Any = entry.load()

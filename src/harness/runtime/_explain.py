@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -177,8 +176,3 @@ def _agent_own(settings: Settings, catalog: AgentCatalog, name: str) -> dict[str
 def _source(settings: Settings, loc: tuple[str, ...]) -> str:
     variable = settings.env_keys.get(loc)
     return variable if variable else ".".join(loc)
-
-
-def settings_rows(found: list[Setting]) -> list[dict[str, Any]]:
-    """The settings as JSON-compatible rows."""
-    return [dataclasses.asdict(s) for s in found]

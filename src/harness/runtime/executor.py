@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from harness.agent.loop import AgentLoop
-from harness.agent.spec import AgentSpec
 from harness.core.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -36,10 +35,11 @@ from harness.core.results import RunResult
 from harness.core.states import RunState
 from harness.errors import RunInterrupted, StoreConflict, StoreError
 from harness.memory import ContextState
+from harness.runtime._catalog import AgentCatalog
 from harness.runtime.bus import EventBus
 from harness.runtime.resources import AgentResources
 from harness.runtime.results import StoredResults
-from harness.runtime.runs import RunHandle, agent_from_metadata, result_data
+from harness.runtime.runs import RunHandle, result_data
 from harness.runtime.sink import StoreSink
 from harness.store.protocol import (
     Control,
@@ -67,7 +67,7 @@ class RunExecutor:
         resources: AgentResources,
         *,
         owner: str,
-        agents: Mapping[str, AgentSpec],
+        agents: AgentCatalog,
         approver: ApprovalHandler | None,
         audit: AuditLog | None,
         max_concurrent: int,
@@ -199,7 +199,7 @@ class RunExecutor:
     def _runnable(self, record: RunRecord) -> bool:
         if not self._adopt and record.run_id not in self.own:
             return False
-        known = record.agent in self._agents or bool(record.metadata.get("agent"))
+        known = self._agents.known(record)
         return known and record.run_id not in self._handles and self._model_has_room(record.model)
 
     def _model_has_room(self, model: str | None) -> bool:
@@ -317,7 +317,8 @@ class RunExecutor:
         self, record: RunRecord, handle: RunHandle, messages: list[Message] | None
     ) -> RunResult | None:
         run_id = record.run_id
-        agent = self._agents.get(record.agent) or agent_from_metadata(record.metadata["agent"])
+        agent = self._agents.for_run(record)
+        assert agent is not None  # `_runnable` checked
         # A run launched by our own submit was created RUNNING; any other is moved there.
         started = [] if messages is not None else await self._start(record)
         if started is None:
@@ -356,6 +357,9 @@ class RunExecutor:
                 context=left.context,
                 elapsed_s=left.elapsed_s,
                 task_type=record.task_type,
+                variant=(record.experiment, record.variant)
+                if record.experiment and record.variant
+                else None,
             )
         except RunInterrupted:
             sink.emit(RunPaused(at=handle.paused_at))

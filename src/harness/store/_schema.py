@@ -108,6 +108,14 @@ CREATE TABLE controls (
     consumed_by TEXT
 )"""
 
+_EXPERIMENT_STOPS = """
+CREATE TABLE experiment_stops (
+    experiment TEXT PRIMARY KEY,
+    keep TEXT NOT NULL,
+    stopped_by TEXT NOT NULL,
+    stopped_at DOUBLE PRECISION NOT NULL
+)"""
+
 _DECISIONS = """
 CREATE TABLE decisions (
     run_id TEXT NOT NULL REFERENCES runs (run_id),
@@ -166,6 +174,16 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         version=6,
         description="runs.trace_parent: the W3C traceparent of the run's span",
         statements=("ALTER TABLE runs ADD COLUMN trace_parent TEXT",),
+    ),
+    Migration(
+        version=7,
+        description="runs.experiment and runs.variant; experiment_stops: A/B experiments",
+        statements=(
+            "ALTER TABLE runs ADD COLUMN experiment TEXT",
+            "ALTER TABLE runs ADD COLUMN variant TEXT",
+            "CREATE INDEX runs_by_experiment ON runs (experiment, created_at)",
+            _EXPERIMENT_STOPS,
+        ),
     ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""

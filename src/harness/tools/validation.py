@@ -7,10 +7,10 @@ importing harness stays fast.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from harness.errors import ToolDefinitionError, ToolError
 
@@ -24,10 +24,29 @@ __all__ = [
     "Violation",
     "check_schema",
     "json_path",
+    "quick_check",
     "validator_for",
 ]
 
 _MESSAGE_CHARS: Final = 240
+
+_ANNOTATIONS: Final = frozenset({"title", "description", "default", "examples", "$comment"})
+"""Keywords that never make an instance invalid."""
+_OBJECT_KEYWORDS: Final = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
+_PROPERTY_KEYWORDS: Final = _ANNOTATIONS | {"type"}
+_JSON_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+    "array": (list,),
+    "object": (dict,),
+}
+"""The Python types of decoded JSON that surely have each JSON Schema type (`True` is a
+`bool`, never an `integer`; a float such as `2.0` is left to `jsonschema`)."""
+
+QuickCheck = Callable[[Mapping[str, Any]], bool]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -104,6 +123,11 @@ def check_schema(schema: Mapping[str, Any], *, tool_name: str) -> None:
 class ArgumentsValidator:
     """Validates arguments objects against one tool's schema (compiled once).
 
+    Most tool schemas are flat: named properties of one JSON type each, some required,
+    perhaps no others allowed. For those, arguments that plainly fit are accepted by a
+    check of a few dictionary look-ups (`quick_check`); anything else, and every failure,
+    goes through `jsonschema`, whose messages the model reads.
+
     Args:
         schema: The JSON Schema (draft 2020-12) given to the model for this tool.
     """
@@ -112,6 +136,7 @@ class ArgumentsValidator:
         from jsonschema import Draft202012Validator  # noqa: TID251
 
         self._validator: Validator = Draft202012Validator(schema)
+        self._quick = quick_check(schema)
 
     def violations(self, arguments: Any) -> list[Violation]:
         """List every way in which `arguments` break the schema, outermost first.
@@ -122,8 +147,77 @@ class ArgumentsValidator:
         Returns:
             The violations; empty when the arguments are valid.
         """
+        if self._quick is not None and type(arguments) is dict and self._quick(arguments):
+            return []
         errors = sorted(self._validator.iter_errors(arguments), key=_error_order)
         return [_violation(error) for error in errors]
+
+
+def quick_check(schema: Mapping[str, Any]) -> QuickCheck | None:
+    """A check that accepts only arguments `jsonschema` accepts, for a flat object schema.
+
+    The schema may use `type: object`, `properties` whose subschemas give at most one
+    `type` (a name, not a list), `required` and a boolean `additionalProperties`, besides
+    annotations. The check says `True` when the decoded arguments surely fit, `False` when
+    `jsonschema` must decide (and explain); it never accepts what `jsonschema` refuses.
+
+    Returns:
+        The check, or `None` when the schema uses anything else.
+    """
+    required: object = schema.get("required", [])
+    extra: object = schema.get("additionalProperties", True)
+    properties: object = schema.get("properties", {})
+    if (
+        not set(schema) <= _OBJECT_KEYWORDS
+        or schema.get("type") != "object"
+        or not isinstance(extra, bool)
+        or not isinstance(required, list)
+        or not isinstance(properties, dict)
+    ):
+        return None
+    names = tuple(cast(list[object], required))
+    types = _property_types(cast(dict[object, object], properties))
+    if types is None or not all(isinstance(name, str) for name in names):
+        return None
+    return _flat_check(cast(tuple[str, ...], names), types, allow_others=extra)
+
+
+def _property_types(properties: dict[object, object]) -> dict[str, tuple[type, ...]] | None:
+    """The Python types each property allows (`object` for any), or `None` if not flat."""
+    types: dict[str, tuple[type, ...]] = {}
+    for name, subschema in properties.items():
+        if not isinstance(name, str) or not isinstance(subschema, dict):
+            return None
+        keywords = cast(dict[str, object], subschema)
+        kind = keywords.get("type")
+        if not set(keywords) <= _PROPERTY_KEYWORDS:
+            return None
+        if kind is None:
+            types[name] = (object,)
+        elif isinstance(kind, str) and kind in _JSON_TYPES:
+            types[name] = _JSON_TYPES[kind]
+        else:
+            return None
+    return types
+
+
+def _flat_check(
+    required: tuple[str, ...], types: dict[str, tuple[type, ...]], *, allow_others: bool
+) -> QuickCheck:
+    def check(arguments: Mapping[str, Any]) -> bool:
+        for name in required:
+            if name not in arguments:
+                return False
+        for name, value in arguments.items():
+            allowed = types.get(name)
+            if allowed is None:
+                if not allow_others:
+                    return False
+            elif type(value) not in allowed and allowed[0] is not object:
+                return False
+        return True
+
+    return check
 
 
 def validator_for(schema: Mapping[str, Any], *, tool_name: str) -> ArgumentsValidator:

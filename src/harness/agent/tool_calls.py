@@ -137,7 +137,7 @@ class ToolCallRunner:
 
     async def _verdict(self, step: int, call: ToolCall, policy: PolicyDecision) -> _Verdict:
         if policy.decision == "auto":
-            return _Verdict(policy=policy, decision=ApprovalDecision(approved=True, by="policy"))
+            return _Verdict(policy=policy, decision=_BY_POLICY)
         if policy.decision == "deny":
             reason = policy.reason or "the approval policy does not allow this call"
             denied = ApprovalDecision(approved=False, by="policy", reason=reason)
@@ -205,6 +205,9 @@ class ToolCallRunner:
             )
         )
 
+
+_BY_POLICY = ApprovalDecision(approved=True, by="policy")
+"""The decision on a call the policy lets run on its own."""
 
 _NOT_RUN = _Verdict(
     policy=PolicyDecision(decision="auto", source="tool"),

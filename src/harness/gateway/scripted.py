@@ -56,9 +56,8 @@ def _as_response(value: Reply, request: ModelRequest, model: str) -> ModelRespon
     if isinstance(value, ModelResponse):
         return value
     message = Message.assistant(value) if isinstance(value, str) else value
-    prompt = sum(
-        estimate_tokens(m.content) + estimate_tokens(m.reasoning) for m in request.messages
-    )
+    texts = [m.content for m in request.messages] + [m.reasoning for m in request.messages]
+    prompt = sum(map(estimate_tokens, texts))
     output = estimate_tokens(message.content) + sum(
         estimate_tokens(c.arguments) for c in message.tool_calls
     )
@@ -117,7 +116,7 @@ class FunctionModel:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         value = self._function(request)
-        if inspect.isawaitable(value):
+        if not isinstance(value, ModelResponse | Message | str) and inspect.isawaitable(value):
             value = await value
         return _as_response(value, request, self._name)
 

@@ -49,6 +49,8 @@ class EventBus:
 
     def publish(self, event: RunEvent) -> None:
         """Hand `event` to every subscriber."""
+        if not self._subscribers:
+            return
         for subscriber in tuple(self._subscribers):
             try:
                 subscriber(event)

@@ -182,27 +182,45 @@ def quick_check(schema: Mapping[str, Any]) -> QuickCheck | None:
     return _flat_check(cast(tuple[str, ...], names), types, allow_others=extra)
 
 
-def _property_types(properties: dict[object, object]) -> dict[str, tuple[type, ...]] | None:
-    """The Python types each property allows (`object` for any), or `None` if not flat."""
-    types: dict[str, tuple[type, ...]] = {}
+_Allowed = tuple[tuple[type, ...], tuple[type, ...] | None]
+"""The Python types a property may have (`(object,)`: any), and those of its array items."""
+
+
+def _property_types(properties: dict[object, object]) -> dict[str, _Allowed] | None:
+    """What each property allows, or `None` if one of them is not flat."""
+    types: dict[str, _Allowed] = {}
     for name, subschema in properties.items():
         if not isinstance(name, str) or not isinstance(subschema, dict):
             return None
         keywords = cast(dict[str, object], subschema)
-        kind = keywords.get("type")
-        if not set(keywords) <= _PROPERTY_KEYWORDS:
-            return None
-        if kind is None:
-            types[name] = (object,)
-        elif isinstance(kind, str) and kind in _JSON_TYPES:
-            types[name] = _JSON_TYPES[kind]
+        allowed = _leaf_types(keywords, _PROPERTY_KEYWORDS)
+        items = keywords.get("items")
+        if keywords.get("type") == "array" and isinstance(items, dict):
+            item_types = _leaf_types(cast(dict[str, object], items), _PROPERTY_KEYWORDS)
+            if allowed is None or item_types is None:
+                return None
+            types[name] = (allowed, item_types)
+        elif allowed is not None and "items" not in keywords:
+            types[name] = (allowed, None)
         else:
             return None
     return types
 
 
+def _leaf_types(keywords: dict[str, object], known: frozenset[str]) -> tuple[type, ...] | None:
+    """The Python types a subschema of at most one `type` allows, or `None` if not that."""
+    kind = keywords.get("type")
+    if not set(keywords) - {"items"} <= known:
+        return None
+    if kind is None:
+        return (object,)
+    if isinstance(kind, str) and kind in _JSON_TYPES:
+        return _JSON_TYPES[kind]
+    return None
+
+
 def _flat_check(
-    required: tuple[str, ...], types: dict[str, tuple[type, ...]], *, allow_others: bool
+    required: tuple[str, ...], types: dict[str, _Allowed], *, allow_others: bool
 ) -> QuickCheck:
     def check(arguments: Mapping[str, Any]) -> bool:
         for name in required:
@@ -213,8 +231,14 @@ def _flat_check(
             if allowed is None:
                 if not allow_others:
                     return False
-            elif type(value) not in allowed and allowed[0] is not object:
+                continue
+            kinds, items = allowed
+            if type(value) not in kinds and kinds[0] is not object:
                 return False
+            if items is not None and items[0] is not object:
+                for item in value:
+                    if type(item) not in items:
+                        return False
         return True
 
     return check

@@ -116,7 +116,8 @@ async def test_one_call_runs_in_the_runs_own_task_and_several_run_concurrently()
     _, result = await task
     assert result.output == "done"
     assert seen[0] is task
-    assert len({id(t) for t in seen[1:]}) == 2 and task not in seen[1:]
+    assert len({id(t) for t in seen[1:]}) == 2
+    assert task not in seen[1:]
     contents = [m.content for m in result.messages if m.role == "tool"]
     assert contents == ["here", "here", "here"]
 

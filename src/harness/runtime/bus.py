@@ -141,8 +141,7 @@ class RunRecorder:
 
     def emit(self, payload: EventPayload) -> None:
         """Record one event of the run."""
-        event = RunEvent(
-            run_id=self.run_id, seq=len(self.events) + 1, ts=time.time(), payload=payload
-        )
-        self.events.append(event)
+        events = self.events
+        event = RunEvent(run_id=self.run_id, seq=len(events) + 1, ts=time.time(), payload=payload)
+        events.append(event)
         self._bus.publish(event)

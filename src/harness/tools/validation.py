@@ -147,7 +147,8 @@ class ArgumentsValidator:
         Returns:
             The violations; empty when the arguments are valid.
         """
-        if self._quick is not None and type(arguments) is dict and self._quick(arguments):
+        quick, value = self._quick, cast(object, arguments)
+        if quick is not None and isinstance(value, dict) and quick(cast(Any, value)):
             return []
         errors = sorted(self._validator.iter_errors(arguments), key=_error_order)
         return [_violation(error) for error in errors]

@@ -46,7 +46,8 @@ _JSON_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
 """The Python types of decoded JSON that surely have each JSON Schema type (`True` is a
 `bool`, never an `integer`; a float such as `2.0` is left to `jsonschema`)."""
 
-QuickCheck = Callable[[Mapping[str, Any]], bool]
+QuickCheck = Callable[[Any], bool]
+_Fields = dict[str, Any]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -147,8 +148,7 @@ class ArgumentsValidator:
         Returns:
             The violations; empty when the arguments are valid.
         """
-        quick, value = self._quick, cast(object, arguments)
-        if quick is not None and isinstance(value, dict) and quick(cast(Any, value)):
+        if self._quick is not None and self._quick(arguments):
             return []
         errors = sorted(self._validator.iter_errors(arguments), key=_error_order)
         return [_violation(error) for error in errors]
@@ -223,11 +223,14 @@ def _leaf_types(keywords: dict[str, object], known: frozenset[str]) -> tuple[typ
 def _flat_check(
     required: tuple[str, ...], types: dict[str, _Allowed], *, allow_others: bool
 ) -> QuickCheck:
-    def check(arguments: Mapping[str, Any]) -> bool:
+    def check(arguments: Any) -> bool:
+        if type(arguments) is not dict:
+            return False
+        fields = cast(_Fields, arguments)
         for name in required:
-            if name not in arguments:
+            if name not in fields:
                 return False
-        for name, value in arguments.items():
+        for name, value in fields.items():
             allowed = types.get(name)
             if allowed is None:
                 if not allow_others:
@@ -237,7 +240,8 @@ def _flat_check(
             if type(value) not in kinds and kinds[0] is not object:
                 return False
             if items is not None and items[0] is not object:
-                for item in value:
+                elements: list[Any] = value
+                for item in elements:
                     if type(item) not in items:
                         return False
         return True

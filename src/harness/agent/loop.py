@@ -121,7 +121,7 @@ class AgentLoop:
                 agent=self._spec.name,
                 model=self._model.name,
                 strategy=self._spec.strategy,
-                tools=tuple(d.name for d in self._toolset.definitions()),
+                tools=self._toolset.names,
                 max_steps=self._spec.limits.max_steps,
                 task_type=task_type,
                 experiment=variant[0] if variant else None,

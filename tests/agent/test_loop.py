@@ -97,6 +97,31 @@ async def test_parallel_calls_each_get_their_own_message_in_order() -> None:
     assert completed == [f"c{i}" for i in range(5)]
 
 
+async def test_one_call_runs_in_the_runs_own_task_and_several_run_concurrently() -> None:
+    seen: list[asyncio.Task[object] | None] = []
+    both_waiting = asyncio.Barrier(2)
+
+    @tool(side_effects="none")
+    async def where(wait: bool) -> str:
+        """Say which task runs the call."""
+        seen.append(asyncio.current_task())
+        if wait:  # returns only once the other call waits too: they run at the same time
+            await asyncio.wait_for(both_waiting.wait(), timeout=5)
+        return "here"
+
+    one = reply(None, call("where", {"wait": False}, id="a"))
+    two = reply(None, call("where", {"wait": True}, id="b"), call("where", {"wait": True}, id="c"))
+    model = ScriptedModel([one, two, reply("done")])
+    task = asyncio.create_task(run(model, tools=(where,)))
+    _, result = await task
+    assert result.output == "done"
+    assert seen[0] is task
+    assert len({id(t) for t in seen[1:]}) == 2
+    assert task not in seen[1:]
+    contents = [m.content for m in result.messages if m.role == "tool"]
+    assert contents == ["here", "here", "here"]
+
+
 @pytest.mark.parametrize(
     ("bad_call", "status"),
     [

@@ -70,3 +70,31 @@ def test_event_vocabulary_of_the_design_is_complete() -> None:
         "run_cancelled",
     }
     assert design <= EVENT_TYPES
+
+
+def test_with_tokens_keeps_every_other_field() -> None:
+    message = Message(
+        role="assistant",
+        content="text",
+        tool_calls=(ToolCall(id="c1", name="add", arguments="{}"),),
+        tool_call_id="c0",
+        name="n",
+        reasoning="why",
+        tokens=None,
+        tokens_source=None,
+        provider_data={"signature": "s"},
+    )
+    expected = dataclasses.replace(message, tokens=7, tokens_source="reported")
+    assert message.with_tokens(7, "reported") == expected
+    # a field added to Message later must be copied too: this lists them all
+    assert {f.name for f in dataclasses.fields(Message)} == {
+        "role",
+        "content",
+        "tool_calls",
+        "tool_call_id",
+        "name",
+        "reasoning",
+        "tokens",
+        "tokens_source",
+        "provider_data",
+    }

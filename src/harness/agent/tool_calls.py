@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from harness.core.events import (
     ApprovalDecided,
@@ -93,12 +93,7 @@ class ToolCallRunner:
             verdicts.append(_NOT_RUN if bad else await self._verdict(step, call, policy))
         if any(v.policy.decision == "ask" for v in verdicts):
             await self._checkpoint()  # decisions are durable before anything they allowed runs
-        outcomes = await asyncio.gather(
-            *(
-                _settled(bad) if bad else self._execute(call, verdict, limits)
-                for call, verdict, bad in zip(calls, verdicts, invalid, strict=True)
-            )
-        )
+        outcomes = await self._run_all(calls, verdicts, invalid, limits)
         for outcome, verdict in zip(outcomes, verdicts, strict=True):
             self._sink.emit(
                 ToolCompleted(
@@ -113,7 +108,27 @@ class ToolCallRunner:
                 )
             )
             self._record(outcome, verdict)
-        return list(outcomes)
+        return outcomes
+
+    async def _run_all(
+        self,
+        calls: Sequence[ToolCall],
+        verdicts: Sequence[_Verdict],
+        invalid: Sequence[ToolOutcome | None],
+        limits: Limits,
+    ) -> list[ToolOutcome]:
+        """Run the calls concurrently (one alone runs in this task: a task costs more)."""
+        if len(calls) == 1:
+            bad = invalid[0]
+            return [bad if bad else await self._execute(calls[0], verdicts[0], limits)]
+        return list(
+            await asyncio.gather(
+                *(
+                    _settled(bad) if bad else self._execute(call, verdict, limits)
+                    for call, verdict, bad in zip(calls, verdicts, invalid, strict=True)
+                )
+            )
+        )
 
     def repeatable(self, call: ToolCall) -> bool:
         """Whether running `call` twice is harmless (an unknown tool runs nothing at all)."""
@@ -122,7 +137,7 @@ class ToolCallRunner:
 
     async def _verdict(self, step: int, call: ToolCall, policy: PolicyDecision) -> _Verdict:
         if policy.decision == "auto":
-            return _Verdict(policy=policy, decision=ApprovalDecision(approved=True, by="policy"))
+            return _Verdict(policy=policy, decision=_BY_POLICY)
         if policy.decision == "deny":
             reason = policy.reason or "the approval policy does not allow this call"
             denied = ApprovalDecision(approved=False, by="policy", reason=reason)
@@ -159,8 +174,7 @@ class ToolCallRunner:
 
     async def _execute(self, call: ToolCall, verdict: _Verdict, limits: Limits) -> ToolOutcome:
         if verdict.decision.approved:
-            context = replace(self._context, call_id=call.id)
-            return await self._toolset.execute(call, limits=limits, context=context)
+            return await self._toolset.execute(call, limits=limits, context=self._context)
         text = _denied_message(call, verdict.decision)
         return self._toolset.outcome(call, "denied", text, limits=limits)
 
@@ -191,6 +205,9 @@ class ToolCallRunner:
             )
         )
 
+
+_BY_POLICY = ApprovalDecision(approved=True, by="policy")
+"""The decision on a call the policy lets run on its own."""
 
 _NOT_RUN = _Verdict(
     policy=PolicyDecision(decision="auto", source="tool"),

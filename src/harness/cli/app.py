@@ -11,8 +11,8 @@ import typer
 
 from harness.agent.spec import AgentSpec
 from harness.core.results import RunResult
-from harness.core.usage import Limits
 from harness.errors import ConfigError, HarnessError, StoreError
+from harness.runtime._agents_config import Overrides
 from harness.runtime.harness import Harness
 
 if TYPE_CHECKING:
@@ -47,6 +47,10 @@ _MODEL_ERRORS = (
 @app.command()
 def run(
     task: Annotated[str, typer.Argument(help="What the agent should do.")],
+    agent_name: Annotated[
+        str | None,
+        typer.Option("--agent", "-a", help="An agent of harness.toml ([agents.NAME]) by name."),
+    ] = None,
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="A profile name or openai:MODEL_NAME.")
     ] = None,
@@ -54,8 +58,9 @@ def run(
         str | None, typer.Option(help="Point the model at any OpenAI-compatible server.")
     ] = None,
     tools: Annotated[
-        str, typer.Option(help="Comma-separated built-in tools, or 'none'.")
-    ] = DEFAULT_TOOLS,
+        str | None,
+        typer.Option(help=f"Comma-separated built-in tools, or 'none' (default: {DEFAULT_TOOLS})."),
+    ] = None,
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="Stop after this many steps.")
     ] = None,
@@ -100,6 +105,10 @@ def run(
         str | None,
         typer.Option(help="A label for this kind of task (e.g. refund): groups runs in cost."),
     ] = None,
+    experiment_key: Annotated[
+        str | None,
+        typer.Option(help="The key (e.g. a user id) that picks an experiment's variant."),
+    ] = None,
     detach: Annotated[
         bool, typer.Option(help="Queue the run for `harness worker`, print its id and exit.")
     ] = False,
@@ -122,24 +131,29 @@ def run(
         "max_seconds": max_seconds,
         "max_tool_calls": max_tool_calls,
     }
+    own = {"--tools": tools, "--workspace": workspace, "--mcp": mcp}
+    own |= {"--network": network or None, "--unsandboxed": unsandboxed or None}
     try:
         _check_task_type(task_type)
         settings = load_settings()
-        limits = _limits(settings.default_limits, budgets)
-        agent = AgentSpec(
+        named = agent_name or _task_type_agent(settings, task_type)
+        if named is not None:
+            _check_named(named, settings, {k: v for k, v in own.items() if v})
+        explicit = _explicit(model, strategy, budgets)
+        agent = named or AgentSpec(
             name="cli",
-            model=model or settings.default_model,
+            model=settings.default_model,
             base_url=base_url,
-            tools=_tool_names(tools),
-            limits=limits,
+            tools=_tool_names(tools or DEFAULT_TOOLS),
+            limits=settings.default_limits,
             workspace=workspace.resolve() if workspace else None,
             network=network,
             allow_unsandboxed=unsandboxed,
             mcp=tuple(mcp or ()),
             approvals=settings.approvals,
-            strategy=strategy or settings.default_strategy,
+            strategy=settings.default_strategy,
         )
-        _check_model(agent, settings, base_url)
+        _check_model(model, settings, base_url)
     except ConfigError as exc:
         fail(str(exc))
     unknown = [name for name in mcp or () if name not in settings.mcp_servers]
@@ -149,8 +163,9 @@ def run(
             f"no MCP server named {unknown[0]!r} in {settings.home / 'harness.toml'} "
             f"(configured: {known}); add an [mcp.{unknown[0]}] table with a command or url"
         )
+    job = _Task(text=task, task_type=task_type, experiment_key=experiment_key, overrides=explicit)
     if detach:
-        typer.echo(_submit(settings, agent, task, task_type))
+        typer.echo(_submit(settings, agent, job))
         return
     failures: list[RunFailed] = []
     renderer = JsonRenderer() if json_output else LiveRenderer()
@@ -165,7 +180,7 @@ def run(
             _run(
                 Harness(settings, base_url=base_url, adopt=False),
                 agent,
-                _Task(text=task, task_type=task_type),
+                job,
                 stream,
                 on_event,
             )
@@ -217,31 +232,47 @@ def version() -> None:
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class _Task:
-    """What `harness run` asks: the task and its type."""
+    """What `harness run` asks: the task, its type, and the values given as flags."""
 
     text: str
     """The task."""
     task_type: str | None
     """Its label, if given."""
+    experiment_key: str | None = None
+    """`--experiment-key`."""
+    overrides: Overrides | None = None
+    """`--model`, `--strategy` and the budgets given: they win over every level."""
 
 
 async def _run(
     harness: Harness,
-    agent: AgentSpec,
+    agent: AgentSpec | str,
     task: _Task,
     stream: bool,
     renderer: Callable[[RunEvent], None],
 ) -> RunResult:
     async with harness:
         return await harness.run(
-            agent, task.text, stream=stream, on_event=renderer, task_type=task.task_type
+            agent,
+            task.text,
+            stream=stream,
+            on_event=renderer,
+            task_type=task.task_type,
+            experiment_key=task.experiment_key,
+            overrides=task.overrides,
         )
 
 
-def _submit(settings: Settings, agent: AgentSpec, task: str, task_type: str | None) -> str:
+def _submit(settings: Settings, agent: AgentSpec | str, task: _Task) -> str:
     async def go() -> str:
         async with Harness(settings, execute=False) as harness:
-            return await harness.submit(agent, task, task_type=task_type)
+            return await harness.submit(
+                agent,
+                task.text,
+                task_type=task.task_type,
+                experiment_key=task.experiment_key,
+                overrides=task.overrides,
+            )
 
     import asyncio
 
@@ -281,12 +312,52 @@ def _tool_names(option: str) -> list[str]:
     return names
 
 
-def _limits(defaults: Limits, flags: dict[str, int | float | None]) -> Limits:
-    """The file's `[defaults] limits`, with the budgets given as flags over them."""
-    return dataclasses.replace(defaults, **{k: v for k, v in flags.items() if v is not None})
+def _explicit(
+    model: str | None, strategy: str | None, budgets: dict[str, int | float | None]
+) -> Overrides | None:
+    """The values given as flags, which win over the file's levels; `None` when none is."""
+    limits = {k: v for k, v in budgets.items() if v is not None}
+    if model is None and strategy is None and not limits:
+        return None
+    if strategy is not None:
+        from harness.agent.strategies import strategy_names
+
+        if strategy not in strategy_names():
+            raise ConfigError(
+                f"--strategy: unknown strategy {strategy!r}; use one of "
+                f"{', '.join(strategy_names())}"
+            )
+    return Overrides(model=model, strategy=strategy, limits=limits)
 
 
-def _check_model(agent: AgentSpec, settings: Settings, base_url: str | None) -> None:
+def _task_type_agent(settings: Settings, task_type: str | None) -> str | None:
+    """The agent `[task_types.NAME]` names for `task_type`, if it names one."""
+    kind = settings.task_types.get(task_type or "")
+    return kind.agent if kind is not None else None
+
+
+def _check_named(name: str, settings: Settings, given: dict[str, object]) -> None:
+    """An agent of the file (or an entry point) brings its own tools and workspace.
+
+    Raises:
+        ConfigError: No agent has that name, or a flag that only the ad-hoc agent takes.
+    """
+    from harness.runtime._catalog import entry_point_names
+
+    if name not in settings.agents and name not in entry_point_names():
+        known = ", ".join(sorted({*settings.agents, *entry_point_names()})) or "none"
+        raise ConfigError(
+            f"--agent: no agent named {name!r} (known: {known}); define [agents.{name}] in "
+            f"{settings.home / 'harness.toml'}"
+        )
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)}: agent {name!r} brings its own tools and workspace "
+            f"([agents.{name}] in harness.toml); these flags are for runs without --agent"
+        )
+
+
+def _check_model(model: str | None, settings: Settings, base_url: str | None) -> None:
     """Fail on a model name or server address no run could use, before a run is stored.
 
     Raises:
@@ -294,9 +365,8 @@ def _check_model(agent: AgentSpec, settings: Settings, base_url: str | None) -> 
     """
     from harness.gateway.profiles import resolve_profile
 
-    assert isinstance(agent.model, str)
     try:
-        resolve_profile(agent.model, settings.profiles, base_url=base_url)
+        resolve_profile(model or settings.default_model, settings.profiles, base_url=base_url)
     except ConfigError as exc:
         option = "--base-url" if base_url and "base_url" in str(exc) else "--model"
         raise ConfigError(f"{option}: {exc}") from exc
@@ -322,6 +392,9 @@ def fail(message: str, *, code: int = 2) -> NoReturn:
 
 def main() -> None:
     """Entry point of the `harness` console script."""
-    from harness.cli import cost, models, runs, stats  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    import importlib
+
+    for commands in ("agents", "cost", "experiments", "models", "runs", "stats"):
+        importlib.import_module(f"harness.cli.{commands}")  # each adds its commands to `app`
 
     app()

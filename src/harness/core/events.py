@@ -173,6 +173,10 @@ class RunSubmitted(EventPayload):
     """The run this one continues, if any."""
     task_type: str | None = _optional()
     """The kind of task, for aggregation (`submit(task_type=...)`)."""
+    experiment: str | None = _optional()
+    """The A/B experiment the run takes part in (`[experiments.NAME]`)."""
+    variant: str | None = _optional()
+    """The experiment's variant it was assigned."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -192,6 +196,10 @@ class RunStarted(EventPayload):
     """The step limit."""
     task_type: str | None = _optional()
     """The kind of task, for aggregation."""
+    experiment: str | None = _optional()
+    """The A/B experiment the run takes part in."""
+    variant: str | None = _optional()
+    """The experiment's variant it was assigned."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

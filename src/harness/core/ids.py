@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import os
 import random
 import re
@@ -18,14 +17,26 @@ TASK_TYPE_RULE: Final = "1 to 64 letters, digits and . _ : - (e.g. refund or bil
 
 _TASK_TYPE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
+_BASE32HEX: Final = "0123456789abcdefghijklmnopqrstuv"
+_PAIRS: Final = tuple(a + b for a in _BASE32HEX for b in _BASE32HEX)
+"""The two characters that encode each 10-bit value."""
+
 
 def new_id(prefix: str) -> str:
     """A new id such as `run_0ckq...`: 48 bits of milliseconds, then 80 random bits.
 
-    The base32hex alphabet keeps the ids of one prefix in creation order when sorted.
+    They are written as the 26 characters of lower-case base32hex (RFC 4648) that encode
+    those 16 bytes, whose alphabet keeps the ids of one prefix in creation order when
+    sorted. Ten bits at a time, from a table: `base64.b32hexencode` costs five times more.
     """
-    raw = (time.time_ns() // 1_000_000).to_bytes(6, "big") + _random.randbytes(10)
-    return f"{prefix}_{base64.b32hexencode(raw).decode('ascii')[:26].lower()}"
+    n = ((time.time_ns() // 1_000_000) << 82) | (_random.getrandbits(80) << 2)
+    p = _PAIRS
+    return (
+        f"{prefix}_{p[n >> 120]}{p[n >> 110 & 1023]}{p[n >> 100 & 1023]}{p[n >> 90 & 1023]}"
+        f"{p[n >> 80 & 1023]}{p[n >> 70 & 1023]}{p[n >> 60 & 1023]}{p[n >> 50 & 1023]}"
+        f"{p[n >> 40 & 1023]}{p[n >> 30 & 1023]}{p[n >> 20 & 1023]}{p[n >> 10 & 1023]}"
+        f"{p[n & 1023]}"
+    )
 
 
 def check_task_type(task_type: str | None) -> str | None:

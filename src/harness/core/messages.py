@@ -74,6 +74,24 @@ class Message:
     provider_data: dict[str, Any] | None = None
     """Provider-specific data that must be sent back unchanged (e.g. thinking signatures)."""
 
+    def with_tokens(self, tokens: int, source: TokensSource) -> Message:
+        """This message with its token count and where it came from set.
+
+        The same as `dataclasses.replace(message, tokens=..., tokens_source=...)`, which
+        costs twice as much; every message added to a run goes through here.
+        """
+        return Message(
+            role=self.role,
+            content=self.content,
+            tool_calls=self.tool_calls,
+            tool_call_id=self.tool_call_id,
+            name=self.name,
+            reasoning=self.reasoning,
+            tokens=tokens,
+            tokens_source=source,
+            provider_data=self.provider_data,
+        )
+
     @classmethod
     def system(cls, content: str) -> Message:
         """A system prompt."""

@@ -25,7 +25,7 @@ _T = TypeVar("_T")
 
 def clean_text(text: str) -> str:
     """`text` with a surrogate pair joined into its character and a lone half replaced."""
-    if not _SURROGATE.search(text):
+    if text.isascii() or not _SURROGATE.search(text):  # isascii() reads a flag
         return text
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
@@ -65,16 +65,19 @@ def clean_message(message: Message) -> Message:
 
 
 def _has_surrogate(message: Message) -> bool:
-    texts = [message.content or "", message.reasoning or ""]
-    texts += [part for call in message.tool_calls for part in (call.id, call.name, call.arguments)]
-    return any(_SURROGATE.search(text) for text in texts) or _json_has_surrogate(
-        message.provider_data
-    )
+    for text in (message.content, message.reasoning):
+        if text and not text.isascii() and _SURROGATE.search(text):
+            return True
+    for call in message.tool_calls:
+        for text in (call.id, call.name, call.arguments):
+            if not text.isascii() and _SURROGATE.search(text):
+                return True
+    return message.provider_data is not None and _json_has_surrogate(message.provider_data)
 
 
 def _json_has_surrogate(value: object) -> bool:
     if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
+        return not value.isascii() and _SURROGATE.search(value) is not None
     if isinstance(value, list):
         return any(_json_has_surrogate(item) for item in cast(list[Any], value))
     if isinstance(value, dict):

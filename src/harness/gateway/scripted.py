@@ -10,7 +10,7 @@ import asyncio
 import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from harness.core.ids import new_id
 from harness.core.messages import Message, ToolCall
@@ -32,6 +32,8 @@ Reply: TypeAlias = ModelResponse | Message | str
 """What a script step may give: a full response, an assistant message, or plain text."""
 
 ReplyFunction: TypeAlias = Callable[[ModelRequest], Reply | Awaitable[Reply]]
+
+_REPLIES: Final = (ModelResponse, Message, str)
 
 
 def estimate_tokens(text: str | None) -> int:
@@ -56,9 +58,8 @@ def _as_response(value: Reply, request: ModelRequest, model: str) -> ModelRespon
     if isinstance(value, ModelResponse):
         return value
     message = Message.assistant(value) if isinstance(value, str) else value
-    prompt = sum(
-        estimate_tokens(m.content) + estimate_tokens(m.reasoning) for m in request.messages
-    )
+    texts = [m.content for m in request.messages] + [m.reasoning for m in request.messages]
+    prompt = sum(map(estimate_tokens, texts))
     output = estimate_tokens(message.content) + sum(
         estimate_tokens(c.arguments) for c in message.tool_calls
     )
@@ -117,7 +118,7 @@ class FunctionModel:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         value = self._function(request)
-        if inspect.isawaitable(value):
+        if not isinstance(value, _REPLIES) and inspect.isawaitable(value):
             value = await value
         return _as_response(value, request, self._name)
 

@@ -137,7 +137,9 @@ def _runs(runs: re.Pattern[str], long: re.Pattern[str] | None, text: str, per: f
 
 def estimate_message(message: Message) -> float:
     """Uncalibrated estimate of the tokens one message adds to a request."""
-    total = MESSAGE_OVERHEAD + estimate_text(message.content) + estimate_text(message.reasoning)
+    total = MESSAGE_OVERHEAD + estimate_text(message.content)
+    if message.reasoning:
+        total += estimate_text(message.reasoning)
     for call in message.tool_calls:
         total += CALL_OVERHEAD + estimate_text(call.name) + estimate_text(call.arguments)
     if message.tool_call_id:

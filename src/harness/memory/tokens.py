@@ -8,11 +8,11 @@ scales later estimates by that ratio (bounded and smoothed).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from harness.core.messages import Message, ToolDefinition
 from harness.gateway.tokens import REQUEST_OVERHEAD, estimate_message, estimate_text, estimate_tools
@@ -25,6 +25,15 @@ class _Sent:
     messages: tuple[Message, ...]
     tools: tuple[ToolDefinition, ...]
     reported: int
+    raw_messages: float
+    """The uncalibrated estimate of `messages`, summed in order (a later request that
+    extends them adds its new messages to it, to the same float)."""
+
+
+_TOOLS_SEEN: dict[int, tuple[tuple[ToolDefinition, ...], float]] = {}
+"""The estimate of recently seen tool definitions, by the identity of their tuple: a
+toolset hands every run the same tuple, and its schemas cost a `json.dumps` to estimate."""
+_TOOLS_SEEN_MAX: Final = 256
 
 
 class TokenCounter:
@@ -108,11 +117,9 @@ class TokenCounter:
         if message.tokens is not None:
             return message
         if reported > 0:
-            return dataclasses.replace(message, tokens=reported, tokens_source="reported")
+            return message.with_tokens(reported, "reported")
         raw = self._raw(message)
-        counted = dataclasses.replace(
-            message, tokens=math.ceil(raw * self._ratio), tokens_source="estimated"
-        )
+        counted = message.with_tokens(math.ceil(raw * self._ratio), "estimated")
         # The copy is what gets sent from now on: remember its estimate, not the original's.
         self._cache.pop(id(message), None)
         self._cache[id(counted)] = (counted, raw)
@@ -140,11 +147,21 @@ class TokenCounter:
             return
         previous = self._sent
         if previous is not None and self._extends(previous, sent, tools):
-            added = sum(self._raw(m) for m in sent[len(previous.messages) :])
-            self._calibrate(reported_input_tokens - previous.reported, added)
-        raw = self._raw_request(sent, tools)
+            raws = [self._raw(m) for m in sent[len(previous.messages) :]]
+            self._calibrate(reported_input_tokens - previous.reported, sum(raws))
+            raw_messages = previous.raw_messages
+            for raw in raws:  # as `sum` over all of them would, from the first
+                raw_messages += raw
+        else:
+            raw_messages = sum(self._raw(m) for m in sent)
+        raw = REQUEST_OVERHEAD + self._raw_tools(tools) + raw_messages
         self._offset = max(0.0, reported_input_tokens - raw * self._ratio)
-        self._sent = _Sent(messages=tuple(sent), tools=tuple(tools), reported=reported_input_tokens)
+        self._sent = _Sent(
+            messages=tuple(sent),
+            tools=tuple(tools),
+            reported=reported_input_tokens,
+            raw_messages=raw_messages,
+        )
 
     def _calibrate(self, real: int, raw: float) -> None:
         if real <= 0 or raw < 1:
@@ -180,6 +197,13 @@ class TokenCounter:
 
     def _raw_tools(self, tools: Sequence[ToolDefinition]) -> float:
         key = tuple(tools)
-        if key != self._tools[0]:
-            self._tools = (key, estimate_tools(key))
-        return self._tools[1]
+        if key is self._tools[0] or key == self._tools[0]:
+            return self._tools[1]
+        seen = _TOOLS_SEEN.get(id(key))
+        if seen is None or seen[0] is not key:
+            seen = (key, estimate_tools(key))
+            if len(_TOOLS_SEEN) >= _TOOLS_SEEN_MAX:
+                _TOOLS_SEEN.clear()
+            _TOOLS_SEEN[id(key)] = seen
+        self._tools = seen
+        return seen[1]

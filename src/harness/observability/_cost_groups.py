@@ -26,6 +26,8 @@ class RunInfo:
     """Its agent."""
     task_type: str | None
     """Its task type."""
+    variant: str | None = None
+    """Its experiment and variant, `experiment/variant` (`None`: in no experiment)."""
     day: str
     """The UTC day it was created, `YYYY-MM-DD`."""
     completed: bool
@@ -228,6 +230,7 @@ class Groups:
             "tool": tool,
             "agent": run.agent,
             "task-type": run.task_type,
+            "variant": run.variant,
             "day": run.day,
         }
         key = tuple(values[dim] for dim in self._dims)

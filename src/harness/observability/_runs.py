@@ -20,12 +20,14 @@ class RunLabels:
     """The run's task type."""
     model: str | None = None
     """The run's model (a fallback chain's name stands for its first member)."""
+    variant: tuple[str, str] | None = None
+    """The run's experiment and variant."""
 
 
 class RunFollow:
     """One run as the metrics follow it."""
 
-    __slots__ = ("agent", "model", "step_started", "task_type")
+    __slots__ = ("agent", "model", "step_started", "task_type", "variant")
 
     def __init__(self) -> None:
         self.agent = UNKNOWN
@@ -34,6 +36,8 @@ class RunFollow:
         """The model answering the current request."""
         self.step_started: float | None = None
         """When the open step started (its `step_started`), if one is open."""
+        self.variant: tuple[str, str] | None = None
+        """The run's experiment and variant, when it takes part in one."""
 
     def answering(self, model: str) -> None:
         """A request went to `model`: a fallback chain's first member answers it first.
@@ -70,6 +74,8 @@ class RunTable:
             run.task_type = labels.task_type
         if labels.model is not None:
             run.answering(labels.model)
+        if labels.variant is not None:
+            run.variant = labels.variant
 
     def forget(self, run_id: str) -> None:
         """Stop following the run (it ended, or paused)."""

@@ -3,7 +3,8 @@
 Every run created in a window (from any process: the store is the source) is read with its
 events and the sizes of its tool messages, a few hundred runs per query, and summed by
 the dimensions asked for: `model` (the model that answered each request), `task-type`,
-`agent` and `day` (UTC, of the run's creation), or `tool`.
+`agent`, `day` (UTC, of the run's creation) and `variant` (`experiment/variant` of an A/B
+experiment), or `tool`.
 
 The `tool` dimension is an attribution (docs/observability.md, "Cost"): a tool's share of
 the cost is the tokens of its results in every later model request of the run that
@@ -44,7 +45,7 @@ __all__ = [
     "read_cost",
 ]
 
-Dimension = Literal["model", "tool", "task-type", "agent", "day"]
+Dimension = Literal["model", "tool", "task-type", "agent", "day", "variant"]
 """What cost lines can be grouped by."""
 
 DIMENSIONS: Final[tuple[Dimension, ...]] = get_args(Dimension)
@@ -193,6 +194,7 @@ def _info(record: RunRecord) -> RunInfo:
         run_id=record.run_id,
         agent=record.agent,
         task_type=record.task_type,
+        variant=f"{record.experiment}/{record.variant}" if record.experiment else None,
         day=_day(record.created_at),
         completed=record.state == RunState.COMPLETED,
     )

@@ -19,6 +19,8 @@ harness_tool_calls_total{tool,status}                       ok, tool_error, tool
 harness_tool_duration_seconds{tool}                         histogram (calls that ran)
 harness_context_tokens{model}                               histogram: input tokens of each request
 harness_context_compactions_total{tier}                     trim, summarize, stage_summary
+harness_experiment_runs_finished_total{experiment,variant,termination}   runs of A/B variants
+harness_experiment_cost_usd_total{experiment,variant}       model cost of A/B variants
 ```
 
 Labels are bounded: never a run id, call id or text, and each dimension keeps its first
@@ -68,7 +70,10 @@ _STEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
 _MODEL_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300)
 _TOOL_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120)
 _TOKEN_BUCKETS = tuple(float(2**n) for n in range(8, 21))  # 256 … 1,048,576
-_DIMENSIONS = ("agent", "task_type", "model", "tool", "status", "reason", "tier", "termination")
+_DIMENSIONS = (
+    *("agent", "task_type", "model", "tool", "status", "reason", "tier", "termination"),
+    *("experiment", "variant"),
+)
 _Family = TypeVar("_Family", Counter, Histogram)
 
 
@@ -143,6 +148,16 @@ class _Instruments:
         self.compactions = counter(
             "harness_context_compactions", "Context compactions, by tier.", "tier"
         )
+        self.variant_runs = counter(
+            "harness_experiment_runs_finished",
+            "Runs of an A/B experiment's variants that ended, by termination reason.",
+            *("experiment", "variant", "termination"),
+        )
+        self.variant_cost = counter(
+            "harness_experiment_cost_usd",
+            "Model cost of an A/B experiment's variants in US dollars.",
+            *("experiment", "variant"),
+        )
 
 
 class MetricsSubscriber:
@@ -162,6 +177,7 @@ class MetricsSubscriber:
         self._agent, self._task_type, self._model = caps["agent"], caps["task_type"], caps["model"]
         self._tool, self._status, self._reason = caps["tool"], caps["status"], caps["reason"]
         self._tier, self._termination = caps["tier"], caps["termination"]
+        self._experiment, self._variant = caps["experiment"], caps["variant"]
         self._runs = RunTable(max_runs)
         self._pending: Callable[[], Awaitable[int]] | None = None
         self._in_flight: Callable[[], int] = lambda: 0
@@ -190,14 +206,21 @@ class MetricsSubscriber:
             handler(event, event.payload)
 
     def note_run(
-        self, run_id: str, *, agent: str, task_type: str | None = None, model: str | None = None
+        self,
+        run_id: str,
+        *,
+        agent: str,
+        task_type: str | None = None,
+        model: str | None = None,
+        variant: tuple[str, str] | None = None,
     ) -> None:
         """Tell the labels of a run this process took from the store (claimed, taken over).
 
         Its later events are counted under them, even though this process never saw the
         run's `run_submitted`.
         """
-        self._runs.learn(run_id, RunLabels(agent=agent, task_type=task_type, model=model))
+        labels = RunLabels(agent=agent, task_type=task_type, model=model, variant=variant)
+        self._runs.learn(run_id, labels)
 
     def track(self, *, in_flight: Callable[[], int], pending: Callable[[], Awaitable[int]]) -> None:
         """Add the gauges read at scrape time: runs executing here, and queued runs.
@@ -226,10 +249,13 @@ class MetricsSubscriber:
     # --- one handler per event type -------------------------------------------------
 
     def _submitted(self, event: RunEvent, p: RunSubmitted) -> None:
-        self._runs.learn(event.run_id, RunLabels(agent=p.agent, task_type=p.task_type))
+        variant = (p.experiment, p.variant) if p.experiment and p.variant else None
+        labels = RunLabels(agent=p.agent, task_type=p.task_type, variant=variant)
+        self._runs.learn(event.run_id, labels)
 
     def _started(self, event: RunEvent, p: RunStarted) -> None:
-        labels = RunLabels(agent=p.agent, task_type=p.task_type, model=p.model)
+        variant = (p.experiment, p.variant) if p.experiment and p.variant else None
+        labels = RunLabels(agent=p.agent, task_type=p.task_type, model=p.model, variant=variant)
         self._runs.learn(event.run_id, labels)
 
     def _step(self, event: RunEvent, _: StepStarted) -> None:
@@ -252,6 +278,7 @@ class MetricsSubscriber:
         run = self._runs.get(event.run_id)
         model = self._model(p.model or run.model)  # the profile that answered, as `harness cost`
         self._count_usage(model, self._task_type(run.task_type), p.usage)
+        self._count_variant(run, p.usage)
         self._child(self._m.model_calls, model).observe(p.duration_s)
         if p.usage.input_tokens > 0:
             self._child(self._m.context, model).observe(p.usage.input_tokens)
@@ -261,6 +288,7 @@ class MetricsSubscriber:
         self._child(self._m.compactions, self._tier(p.tier)).inc()
         model, task_type = self._model(run.model), self._task_type(run.task_type)
         self._count_usage(model, task_type, p.usage)
+        self._count_variant(run, p.usage)
 
     def _tool_completed(self, _: RunEvent, p: ToolCompleted) -> None:
         tool, status = self._tool(p.tool), self._status(p.status)
@@ -278,6 +306,10 @@ class MetricsSubscriber:
         reason = "cancelled" if isinstance(p, RunCancelled) else p.termination
         agent, task_type = self._agent(run.agent), self._task_type(run.task_type)
         self._child(self._m.runs, agent, task_type, self._termination(reason)).inc()
+        if run.variant is not None:
+            experiment, variant = self._experiment(run.variant[0]), self._variant(run.variant[1])
+            termination = self._termination(reason)
+            self._child(self._m.variant_runs, experiment, variant, termination).inc()
         self._runs.forget(event.run_id)
 
     # --- helpers --------------------------------------------------------------------
@@ -300,6 +332,11 @@ class MetricsSubscriber:
                 child.inc(value)
         if usage.cost_usd:
             self._child(self._m.cost, model, task_type).inc(usage.cost_usd)
+
+    def _count_variant(self, run: RunFollow, usage: Usage) -> None:
+        if run.variant is not None and usage.cost_usd:
+            experiment, variant = self._experiment(run.variant[0]), self._variant(run.variant[1])
+            self._child(self._m.variant_cost, experiment, variant).inc(usage.cost_usd)
 
     def _tokens(self, model: str, task_type: str) -> tuple[Counter, ...]:
         """The four token counters of a model and task type (input, output, cached, reasoning)."""

@@ -225,6 +225,7 @@ class TraceBuilder:
             run.attributes["harness.parent_run_id"] = p.parent_run_id
         if p.task_type:
             run.attributes["harness.task_type"] = p.task_type
+        _variant(run.attributes, p)
         if self.capture_content and p.task:
             run.attributes["gen_ai.input.messages"] = _messages("user", p.task)
 
@@ -237,6 +238,7 @@ class TraceBuilder:
             run.attributes["harness.strategy"] = p.strategy
         if p.task_type:
             run.attributes["harness.task_type"] = p.task_type
+        _variant(run.attributes, p)
 
     def _run(self, event: RunEvent, agent: str) -> _Open:
         run = self._open.get("run")
@@ -522,3 +524,10 @@ _HANDLERS: Final[dict[type[EventPayload], Callable[[TraceBuilder, RunEvent, Any]
     cls: getattr(TraceBuilder, method) for cls, method in _METHODS.items()
 }
 """Each event class that shapes the trace, and the method that reads it."""
+
+
+def _variant(attributes: dict[str, AttributeValue], p: RunSubmitted | RunStarted) -> None:
+    """The run's A/B experiment and variant, as span attributes."""
+    if p.experiment and p.variant:
+        attributes["harness.experiment"] = p.experiment
+        attributes["harness.experiment.variant"] = p.variant

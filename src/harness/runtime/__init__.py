@@ -6,12 +6,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from harness.runtime._agents_config import Overrides
     from harness.runtime.agent import Agent
     from harness.runtime.bus import EventBus, RunRecorder
     from harness.runtime.harness import Harness
     from harness.runtime.settings import Settings, harness_home, load_settings
 
 _HOMES = {
+    "harness.runtime._agents_config": ("Overrides",),
     "harness.runtime.agent": ("Agent",),
     "harness.runtime.bus": ("EventBus", "RunRecorder"),
     "harness.runtime.harness": ("Harness",),
@@ -23,6 +25,7 @@ __all__ = [
     "Agent",
     "EventBus",
     "Harness",
+    "Overrides",
     "RunRecorder",
     "Settings",
     "harness_home",

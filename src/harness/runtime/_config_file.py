@@ -6,7 +6,8 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal, Self, cast, get_origin
+from types import UnionType
+from typing import Any, Literal, Self, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -15,11 +16,12 @@ from harness.core.usage import Limits
 from harness.gateway.pricing import Prices
 from harness.gateway.profiles import DEFAULT_PROFILE, ModelProfile
 from harness.observability.config import TraceSettings
+from harness.runtime._config_agents import AgentEntry, ExperimentEntry, TaskTypeEntry, check_labels
 from harness.tools.approvals import ApprovalPolicy, ApprovalRule
 from harness.tools.mcp import MCPServerConfig
 from harness.tools.spec import Approval, SideEffects
 
-__all__ = ["FileConfig", "env_value"]
+__all__ = ["ENV_TABLES", "FileConfig", "env_value"]
 
 
 class _PricesEntry(BaseModel):
@@ -90,18 +92,18 @@ class _ProfileEntry(BaseModel):
         return dataclasses.replace(base, name=name, **values)
 
 
-def env_value(key: tuple[str, ...], raw: str) -> Any:
-    """The value of an environment variable that sets profile key `key`, typed for the schema.
+def env_value(key: tuple[str, ...], raw: str, table: type[BaseModel] | None = None) -> Any:
+    """The value of an environment variable that sets key `key` of a table, typed for it.
 
-    Lists are JSON arrays or comma-separated; tables (`extra_body`) are JSON objects; every
-    other value stays a string that the schema converts (`"0.2"` to a float, `"true"` to a
-    boolean).
+    `table` is the schema of the table (a model profile's when omitted). Lists are JSON
+    arrays or comma-separated; tables (`extra_body`, `strategy_options`) are JSON objects;
+    every other value stays a string that the schema converts (`"0.2"` to a float,
+    `"true"` to a boolean).
 
     Raises:
         ValueError: A table that is not a JSON object.
     """
-    field = _ProfileEntry.model_fields.get(key[0]) if len(key) == 1 else None
-    origin = get_origin(field.annotation) if field else None
+    origin = _origin(table or _ProfileEntry, key)
     if origin is list:
         if raw.lstrip().startswith("["):
             return json.loads(raw)
@@ -112,6 +114,35 @@ def env_value(key: tuple[str, ...], raw: str) -> Any:
             raise ValueError('give a JSON object, e.g. {"top_k": 20}')
         return cast("dict[str, Any]", value)
     return raw
+
+
+def _origin(table: type[BaseModel], key: tuple[str, ...]) -> Any:
+    """The container (`list`, `dict`) of the value at `key` of `table`; `None` for a scalar."""
+    annotation: Any = table
+    for part in key:
+        annotation = _required(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(part)
+            if field is None:
+                return None
+            annotation = field.annotation
+        elif get_origin(annotation) is dict:
+            annotation = get_args(annotation)[1]
+        else:
+            return None
+    return get_origin(_required(annotation))
+
+
+def _required(annotation: Any) -> Any:
+    """`X` of `X | None`."""
+    if get_origin(annotation) in (Union, UnionType):
+        kinds = [a for a in get_args(annotation) if a is not type(None)]
+        return kinds[0] if len(kinds) == 1 else annotation
+    return annotation
+
+
+ENV_TABLES: dict[str, type[BaseModel]] = {}
+"""The schema of one table of each `HARNESS_<SECTION>__…` section (filled below)."""
 
 
 class _LimitsEntry(BaseModel):
@@ -264,3 +295,16 @@ class FileConfig(BaseModel):
     models: dict[str, _ProfileEntry] = {}
     mcp: dict[str, _MCPServerEntry] = {}
     approvals: _ApprovalsEntry = _ApprovalsEntry()
+    agents: dict[str, AgentEntry] = {}
+    task_types: dict[str, TaskTypeEntry] = {}
+    experiments: dict[str, ExperimentEntry] = {}
+
+    _task_type_names = field_validator("task_types")(check_labels)
+
+
+ENV_TABLES.update(
+    models=_ProfileEntry,
+    agents=AgentEntry,
+    task_types=TaskTypeEntry,
+    experiments=ExperimentEntry,
+)

@@ -49,6 +49,8 @@ class EventBus:
 
     def publish(self, event: RunEvent) -> None:
         """Hand `event` to every subscriber."""
+        if not self._subscribers:
+            return
         for subscriber in tuple(self._subscribers):
             try:
                 subscriber(event)
@@ -139,8 +141,7 @@ class RunRecorder:
 
     def emit(self, payload: EventPayload) -> None:
         """Record one event of the run."""
-        event = RunEvent(
-            run_id=self.run_id, seq=len(self.events) + 1, ts=time.time(), payload=payload
-        )
-        self.events.append(event)
+        events = self.events
+        event = RunEvent(run_id=self.run_id, seq=len(events) + 1, ts=time.time(), payload=payload)
+        events.append(event)
         self._bus.publish(event)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Final
 
 from harness.agent.loop import AgentLoop
-from harness.agent.spec import AgentSpec
 from harness.core.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -38,10 +37,11 @@ from harness.core.results import RunResult
 from harness.core.states import RunState
 from harness.errors import RunInterrupted, StoreConflict, StoreError
 from harness.memory import ContextState
+from harness.runtime._catalog import AgentCatalog
 from harness.runtime.bus import EventBus
 from harness.runtime.resources import AgentResources
 from harness.runtime.results import StoredResults
-from harness.runtime.runs import RunHandle, agent_from_metadata, result_data
+from harness.runtime.runs import RunHandle, result_data
 from harness.runtime.sink import StoreSink
 from harness.store.protocol import (
     Control,
@@ -69,7 +69,7 @@ class RunExecutor:
         resources: AgentResources,
         *,
         owner: str,
-        agents: Mapping[str, AgentSpec],
+        agents: AgentCatalog,
         approver: ApprovalHandler | None,
         audit: AuditLog | None,
         max_concurrent: int,
@@ -268,8 +268,7 @@ class RunExecutor:
 
     def _fits(self, record: RunRecord) -> bool:
         """Whether this process knows the run's agent and its model has room."""
-        known = record.agent in self._agents or bool(record.metadata.get("agent"))
-        return known and self._model_has_room(record.model)
+        return self._agents.known(record) and self._model_has_room(record.model)
 
     def _model_has_room(self, model: str | None) -> bool:
         limit = self._model_limits.get(model or "")
@@ -395,7 +394,8 @@ class RunExecutor:
         events: list[RunEvent] | None,
     ) -> RunResult | None:
         run_id = record.run_id
-        agent = self._agents.get(record.agent) or agent_from_metadata(record.metadata["agent"])
+        agent = self._agents.for_run(record)
+        assert agent is not None  # `_runnable` checked
         # A run launched by our own submit was created RUNNING; any other is moved there.
         started = [] if messages is not None else await self._start(record)
         if started is None:
@@ -433,6 +433,9 @@ class RunExecutor:
                 context=left.context,
                 elapsed_s=left.elapsed_s,
                 task_type=record.task_type,
+                variant=(record.experiment, record.variant)
+                if record.experiment and record.variant
+                else None,
             )
         except RunInterrupted:
             sink.emit(RunPaused(at=handle.paused_at))

@@ -55,8 +55,11 @@ if TYPE_CHECKING:
         tracing_enabled,
     )
     from harness.observability.metrics import MetricsSubscriber
+    from harness.runtime._agents_config import Overrides, overrides_of
+    from harness.runtime._catalog import AgentCatalog
     from harness.runtime.bus import EventBus
     from harness.runtime.executor import RunExecutor
+    from harness.runtime.experiments import assign_variant
     from harness.runtime.resources import AgentResources, private_directories
     from harness.runtime.runs import agent_metadata
     from harness.runtime.settings import Settings, load_settings
@@ -125,7 +128,7 @@ class Harness:
         self._store_target = store if isinstance(store, str) else None
         self._store: EventStore | None = None if isinstance(store, str) else store
         self._owns_store = self._store is None
-        self._agents: dict[str, AgentSpec] = {a.name: a for a in agents}
+        self._agents = AgentCatalog(self.settings, agents)
         self._resources = AgentResources(self.settings, base_url=base_url)
         self._approver, self._audit = approver, audit
         self._limits = (max_concurrent, max_queue, dict(model_limits or {}), lease_s)
@@ -196,8 +199,13 @@ class Harness:
     def _note_labels(self, record: RunRecord) -> None:
         """A run this process is about to execute: its labels, from its row."""
         if self.metrics is not None:
+            e, v = record.experiment, record.variant
             self.metrics.note_run(
-                record.run_id, agent=record.agent, task_type=record.task_type, model=record.model
+                record.run_id,
+                agent=record.agent,
+                task_type=record.task_type,
+                model=record.model,
+                variant=(e, v) if e and v else None,
             )
 
     async def _new_trace(self, parent_run_id: str | None) -> TraceContext:
@@ -236,34 +244,50 @@ class Harness:
 
     def register(self, agent: AgentSpec) -> None:
         """Let this process execute runs of `agent` (matched by name)."""
-        self._agents[agent.name] = agent
+        self._agents.register(agent)
 
     async def submit(
         self,
-        agent: AgentSpec,
+        agent: AgentSpec | str | None,
         task: str,
         *,
         priority: int = 0,
         parent_run_id: str | None = None,
         history: list[Message] | None = None,
         task_type: str | None = None,
+        experiment_key: str | None = None,
+        overrides: Overrides | None = None,
     ) -> str:
         """Queue a run of `agent` on `task` and return its id; it starts when there is room.
 
+        The agent that runs is `agent` with, over it, its task type's `[task_types]` table,
+        its experiment variant and `overrides`, in that order (docs/configuration.md).
+
         Args:
-            agent: The agent.
+            agent: The agent, or the name of one (`[agents.NAME]`, an entry point, or
+                registered); `None` takes the agent of `task_type`'s table.
             task: The task.
             priority: Higher priorities are claimed first.
             parent_run_id: The run this one continues (a resumed failed run).
             history: The conversation to start from, instead of the system prompt and task.
             task_type: A label for this kind of task (`refund`): kept with the run, it groups
                 runs in `harness cost`, metrics and traces (`TASK_TYPE_RULE`).
+            experiment_key: What assigns the variant of an experiment whose `key` is
+                `"user"` (a user id …): the same key always gets the same variant.
+            overrides: Values that win over every level of configuration.
 
         Raises:
-            ConfigError: `task_type` is not a valid label.
+            ConfigError: `task_type` is not a valid label, no agent has the name given, or
+                the run's experiment needs an `experiment_key`.
             RunQueueFull: The queue of pending runs is at its bound.
         """
         check_task_type(task_type)
+        base = self._agents.base_for(agent, task_type)
+        run_id = new_id("run")
+        variant = await self._variant(base, task_type, run_id, experiment_key, parent_run_id)
+        agent = self._agents.effective(
+            base, task_type=task_type, variant=variant, overrides=overrides
+        )
         _, max_queue, _, lease_s = self._limits
         await _check_workspace(agent, self.settings.home)
         model = agent.model if isinstance(agent.model, str) else agent.model.name
@@ -272,6 +296,8 @@ class Harness:
         messages = [counter.counted(m) for m in messages]
         portable = agent_metadata(agent)
         metadata: dict[str, Any] = {"agent": portable} if portable else {}
+        if overrides is not None:
+            metadata["overrides"] = overrides.to_dict()
         # A run this process can start now never waits in the queue: it skips the bound,
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
@@ -282,8 +308,7 @@ class Harness:
                     f"{pending} runs are already waiting (max_queue={max_queue}); "
                     "submit later, or raise max_queue / the concurrency limits"
                 )
-        self.register(agent)
-        run_id = new_id("run")
+        self.register(base)
         trace = await self._new_trace(parent_run_id)
         if trace.parent_span_id is not None:
             metadata["trace_caller"] = trace.parent_span_id
@@ -300,10 +325,17 @@ class Harness:
             metadata=metadata,
             task_type=task_type,
             trace_parent=trace.traceparent,
+            experiment=variant[0] if variant else None,
+            variant=variant[1] if variant else None,
         )
         submitted = NewEvent(
             payload=RunSubmitted(
-                agent=agent.name, task=task, parent_run_id=parent_run_id, task_type=task_type
+                agent=agent.name,
+                task=task,
+                parent_run_id=parent_run_id,
+                task_type=task_type,
+                experiment=run.experiment,
+                variant=run.variant,
             )
         )
         try:
@@ -324,27 +356,52 @@ class Harness:
                 self._executor.wake()
         return run_id
 
-    async def run(
+    async def _variant(
         self,
         agent: AgentSpec,
+        task_type: str | None,
+        run_id: str,
+        key: str | None,
+        parent_run_id: str | None,
+    ) -> tuple[str, str] | None:
+        """The experiment and variant of a new run, if an experiment splits its runs."""
+        experiment = self._agents.experiment_for(agent.name, task_type)
+        if experiment is None:
+            return None
+        parent = await self.store.get_run(parent_run_id) if parent_run_id else None
+        if parent is not None and parent.experiment == experiment.name and parent.variant:
+            return experiment.name, parent.variant  # a continued run keeps its variant
+        stopped = None if experiment.keep else await self.store.experiment_stops()
+        stop = stopped.get(experiment.name) if stopped else None
+        keep = experiment.keep or (stop.keep if stop is not None else None)
+        return experiment.name, assign_variant(experiment, run_id, key, keep=keep)
+
+    async def run(
+        self,
+        agent: AgentSpec | str | None,
         task: str,
         *,
         stream: bool = False,
         on_event: Callable[[RunEvent], None] | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 (the seed's API names it so)
         task_type: str | None = None,
+        experiment_key: str | None = None,
+        overrides: Overrides | None = None,
     ) -> RunResult:
         """Submit `agent` on `task`, wait for the end, and return the result.
 
         Args:
-            agent: The agent.
+            agent: The agent, its name, or `None` for the task type's; see `submit`.
             task: The task.
             task_type: A label for this kind of task; see `submit`.
+            experiment_key: What assigns an experiment's variant; see `submit`.
+            overrides: Values over every level of configuration; see `submit`.
             stream: Use streaming model responses (`model_delta` events, seq 0).
             on_event: Called with every event of the run once it is committed (streamed
                 `model_delta` text at once).
             timeout: Seconds to wait; `None` waits as long as the run takes.
         """
+        agent = self._agents.base_for(agent, task_type)
         if stream:
             self.register(agent)
             if self._executor is not None:
@@ -354,7 +411,13 @@ class Harness:
         if watcher and self._executor is not None:
             self._executor.watched[agent.name] += 1  # kept while this call runs
         try:
-            run_id = await self.submit(agent, task, task_type=task_type)
+            run_id = await self.submit(
+                agent,
+                task,
+                task_type=task_type,
+                experiment_key=experiment_key,
+                overrides=overrides,
+            )
             if watcher:
                 watcher.run_id = run_id
                 await watcher.replay(self.store)
@@ -565,6 +628,7 @@ class Harness:
             parent_run_id=record.run_id,
             history=history,
             task_type=record.task_type,
+            overrides=overrides_of(record.metadata),
         )
 
     async def _record(self, run_id: str) -> RunRecord:
@@ -744,6 +808,8 @@ def _new_record(created: list[RunEvent], run: NewRun) -> RunRecord:
         metadata=run.metadata,
         last_seq=created[-1].seq,
         task_type=run.task_type,
+        experiment=run.experiment,
+        variant=run.variant,
     )
 
 
@@ -832,7 +898,7 @@ def _load_runtime() -> None:
     global RunSubmitted, LiveTraces, Sampler, StoredRun, TraceContext, capture_content
     global tracing_enabled, EventBus, RunExecutor, AgentResources, private_directories
     global agent_metadata, load_settings, open_store, Decision, NewEvent, NewRun, RunRecord
-    global check_workspace_tools
+    global check_workspace_tools, overrides_of, AgentCatalog, assign_variant
     import asyncio
     import socket
 
@@ -854,8 +920,11 @@ def _load_runtime() -> None:
         capture_content,
         tracing_enabled,
     )
+    from harness.runtime._agents_config import overrides_of
+    from harness.runtime._catalog import AgentCatalog
     from harness.runtime.bus import EventBus
     from harness.runtime.executor import RunExecutor
+    from harness.runtime.experiments import assign_variant
     from harness.runtime.resources import AgentResources, private_directories
     from harness.runtime.runs import agent_metadata
     from harness.runtime.settings import load_settings

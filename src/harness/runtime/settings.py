@@ -26,11 +26,13 @@ from harness.tools.approvals import ApprovalPolicy
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
+    from harness.runtime._agents_config import AgentConfig, ExperimentConfig, TaskTypeConfig
     from harness.runtime._config_file import FileConfig
     from harness.tools.mcp import MCPServerConfig
 
 __all__ = [
     "CONFIG_FILE",
+    "ENV_SECTIONS",
     "MODEL_ENV_PREFIX",
     "MetricsSettings",
     "Settings",
@@ -43,6 +45,12 @@ CONFIG_FILE = "harness.toml"
 MODEL_ENV_PREFIX = "HARNESS_MODELS__"
 """`HARNESS_MODELS__<PROFILE>__<KEY>=VALUE` sets `models.<profile>.<key>`, over the file.
 
+The other tables of named tables take variables of the same form (`ENV_SECTIONS`):
+`HARNESS_AGENTS__SUPPORT__MODEL=fast`, `HARNESS_TASK_TYPES__REFUND__STRATEGY=react`,
+`HARNESS_EXPERIMENTS__REFUND_MODEL__VARIANTS__B__WEIGHT=0`,
+`HARNESS_EXPERIMENTS__REFUND_MODEL__KEEP=a`; `[defaults]` takes
+`HARNESS_DEFAULTS__<KEY>` (`HARNESS_DEFAULTS__LIMITS__MAX_STEPS=10`).
+
 `<PROFILE>` matches a profile of the file or a built-in one ignoring case, with any
 character other than a letter or digit written `_`; any other name adds a profile (named in
 lower case). `<KEY>` is a key of `[models.NAME]`; tables take one more level
@@ -51,6 +59,10 @@ booleans as written (`0.2`, `true`), lists as JSON arrays or comma-separated
 (`fallbacks=local,openai:gpt-4.1-mini`), `extra_body` as a JSON object. An empty value
 unsets the key, so that the built-in or default value applies.
 """
+
+
+ENV_SECTIONS = ("models", "agents", "task_types", "experiments")
+"""The sections of named tables whose keys `HARNESS_<SECTION>__<NAME>__<KEY>` sets."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +103,21 @@ class Settings:
     """`[observability] metrics_*`: the worker's Prometheus endpoint."""
     observability: TraceSettings = field(default_factory=TraceSettings)
     """The `[observability]` table: traces and whether they carry message content."""
+    agents: Mapping[str, AgentConfig] = field(default_factory=lambda: {})
+    """The `[agents.NAME]` tables, by name."""
+    task_types: Mapping[str, TaskTypeConfig] = field(default_factory=lambda: {})
+    """The `[task_types.NAME]` tables, by name."""
+    experiments: Mapping[str, ExperimentConfig] = field(default_factory=lambda: {})
+    """The `[experiments.NAME]` tables, by name."""
+    defaults_set: frozenset[str] = frozenset()
+    """The keys `[defaults]` sets, flat (`model`, `limits.max_steps`); the others are the
+    built-in defaults (for `harness config show`)."""
+    env_keys: Mapping[tuple[str, ...], str] = field(default_factory=lambda: {})
+    """Keys set by environment variables, with the variable (for `harness config show`)."""
+
+    def source_of(self, loc: tuple[str, ...]) -> str:
+        """Where key `loc` of the file was set: `harness.toml` or a variable."""
+        return self.env_keys.get(loc) or f"{self.home / CONFIG_FILE}"
 
 
 def harness_home() -> Path:
@@ -114,15 +141,17 @@ def load_settings(home: Path | None = None) -> Settings:
     path = home / CONFIG_FILE
     raw = _read_toml(path) if path.exists() else {}
     sources = _Sources(path=path)
-    _apply_model_env(raw, os.environ, sources)
+    _apply_env(raw, os.environ, sources)
     settings = Settings(home=home)
     if raw:
         config = _validate(raw, sources)
+        profiles = _profiles(config, sources)
+        mcp_servers = _mcp_servers(config, path)
         settings = Settings(
             home=home,
             default_model=config.defaults.model,
-            profiles=_profiles(config, sources),
-            mcp_servers=_mcp_servers(config, path),
+            profiles=profiles,
+            mcp_servers=mcp_servers,
             approvals=_approvals(config, path),
             default_strategy=config.defaults.strategy,
             default_limits=config.defaults.limits.limits(),
@@ -133,6 +162,7 @@ def load_settings(home: Path | None = None) -> Settings:
                 allow_remote=config.observability.metrics_allow_remote,
             ),
             observability=config.observability.settings(),
+            **_configured(config, sources, profiles=profiles, mcp_servers=mcp_servers),
         )
     env_model, env_store = os.environ.get("HARNESS_MODEL"), os.environ.get("HARNESS_STORE")
     return dataclasses.replace(
@@ -185,56 +215,77 @@ def _validate(raw: dict[str, Any], sources: _Sources) -> FileConfig:
         raise ConfigError(_describe(exc, sources)) from exc
 
 
-def _apply_model_env(raw: dict[str, Any], environ: Mapping[str, str], sources: _Sources) -> None:
-    """Set the profile keys that `HARNESS_MODELS__<PROFILE>__<KEY>` variables give."""
-    variables = sorted(v for v in environ if v.upper().startswith(MODEL_ENV_PREFIX))
-    if not variables:
-        return
-    from harness.runtime._config_file import env_value
-
-    models = raw.setdefault("models", {})
-    if not isinstance(models, dict):
-        return  # the file's own error is reported by validation
-    tables = cast(dict[str, Any], models)
-    for variable in variables:
-        name, key = _split_variable(variable, [*BUILTIN_PROFILES, *tables])
-        table = tables.setdefault(name, {})
-        if not isinstance(table, dict):
+def _apply_env(raw: dict[str, Any], environ: Mapping[str, str], sources: _Sources) -> None:
+    """Set the keys that `HARNESS_<SECTION>__…` variables give (`ENV_SECTIONS`, defaults)."""
+    for section in (*ENV_SECTIONS, "defaults"):
+        prefix = f"HARNESS_{section.upper()}__"
+        variables = sorted(v for v in environ if v.upper().startswith(prefix))
+        if not variables:
             continue
-        value = environ[variable]
-        if not value:
-            _unset(cast(dict[str, Any], table), key)
-            continue
-        try:
-            typed = env_value(key, value)
-        except ValueError as exc:
-            raise ConfigError(
-                f"environment variable {variable}: key 'models.{name}.{'.'.join(key)}': {exc}"
-            ) from exc
-        _set(cast(dict[str, Any], table), key, typed)
-        sources.env[("models", name, *key)] = variable
+        from harness.runtime._config_file import ENV_TABLES, env_value
+
+        tables = raw.setdefault(section, {})
+        if not isinstance(tables, dict):
+            continue  # the file's own error is reported by validation
+        builtins = list(BUILTIN_PROFILES) if section == "models" else []
+        for variable in variables:
+            if section == "defaults":
+                table, name, key = cast(dict[str, Any], tables), None, _key_of(variable, prefix)
+                schema = None
+            else:
+                name, key = _split_variable(variable, prefix, [*builtins, *tables])
+                table = cast(dict[str, Any], tables).setdefault(name, {})
+                schema = ENV_TABLES[section]
+            if not isinstance(table, dict):
+                continue
+            loc = (section, *((name,) if name else ()), *key)
+            value = environ[variable]
+            if not value:
+                _unset(cast(dict[str, Any], table), key)
+                continue
+            try:
+                typed = value if schema is None else env_value(key, value, schema)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"environment variable {variable}: key '{'.'.join(loc)}': {exc}"
+                ) from exc
+            _set(cast(dict[str, Any], table), key, typed)
+            sources.env[loc] = variable
 
 
-def _split_variable(variable: str, names: list[str]) -> tuple[str, tuple[str, ...]]:
-    """The profile and key a variable sets.
+def _key_of(variable: str, prefix: str) -> tuple[str, ...]:
+    parts = variable[len(prefix) :].split("__")
+    if not all(parts):
+        raise ConfigError(f"environment variable {variable}: name a key, as in {prefix}STRATEGY")
+    return tuple(part.lower() for part in parts)
 
-    The profile is matched ignoring case and punctuation: `HARNESS_MODELS__GPT_4O__…` sets
+
+def _split_variable(variable: str, prefix: str, names: list[str]) -> tuple[str, tuple[str, ...]]:
+    """The table and key a variable sets.
+
+    The table is matched ignoring case and punctuation: `HARNESS_MODELS__GPT_4O__…` sets
     profile `gpt-4o`.
     """
-    parts = variable[len(MODEL_ENV_PREFIX) :].split("__")
+    parts = variable[len(prefix) :].split("__")
     if len(parts) < 2 or not all(parts):
         raise ConfigError(
-            f"environment variable {variable}: name a profile and a key, as in "
+            f"environment variable {variable}: name a {_what(prefix)} and a key, as in "
             f"{MODEL_ENV_PREFIX}LOCAL__BASE_URL or {MODEL_ENV_PREFIX}FAST__PRICES__INPUT"
         )
     matches = sorted({name for name in names if _env_form(name) == parts[0].upper()})
     if len(matches) > 1:
         raise ConfigError(
-            f"environment variable {variable}: {parts[0]!r} could be profile "
+            f"environment variable {variable}: {parts[0]!r} could be {_what(prefix)} "
             f"{' or '.join(matches)}: rename one of them in {CONFIG_FILE}"
         )
     name = matches[0] if matches else parts[0].lower()
     return name, tuple(part.lower() for part in parts[1:])
+
+
+def _what(prefix: str) -> str:
+    """What one table of the section of `prefix` is called, e.g. `profile`."""
+    section = prefix.removeprefix("HARNESS_").removesuffix("__").lower()
+    return {"models": "profile", "task_types": "task type"}.get(section, section.rstrip("s"))
 
 
 def _env_form(name: str) -> str:
@@ -242,7 +293,8 @@ def _env_form(name: str) -> str:
 
 
 def _set(table: dict[str, Any], key: tuple[str, ...], value: Any) -> None:
-    for part in key[:-1]:
+    for lowered in key[:-1]:
+        part = next((k for k in table if _env_form(k) == _env_form(lowered)), lowered)
         inner = table.get(part)
         if not isinstance(inner, dict):
             inner = table[part] = {}
@@ -319,3 +371,44 @@ def _describe(exc: ValidationError, sources: _Sources) -> str:
         loc = tuple(str(part) for part in cast(tuple[Any, ...], error["loc"]))
         problems.append(sources.problem(loc, error["msg"]))
     return "; ".join(problems)
+
+
+def _configured(
+    config: FileConfig,
+    sources: _Sources,
+    *,
+    profiles: Mapping[str, ModelProfile],
+    mcp_servers: Mapping[str, MCPServerConfig],
+) -> dict[str, Any]:
+    """The `Settings` fields of agents, task types and experiments."""
+    from harness.runtime._catalog import entry_point_names
+    from harness.runtime._settings_agents import agents_of, experiments_of, task_types_of
+
+    agents = agents_of(
+        config,
+        home=sources.path.parent,
+        profiles=profiles,
+        mcp_servers=mcp_servers,
+        problem=sources.problem,
+    )
+
+    def exists(name: str) -> bool:
+        return name in agents or name in entry_point_names()
+
+    defaults = config.defaults
+    return {
+        "agents": agents,
+        "task_types": task_types_of(
+            config, profiles=profiles, agents=exists, problem=sources.problem
+        ),
+        "experiments": experiments_of(
+            config, profiles=profiles, agents=exists, problem=sources.problem
+        ),
+        "defaults_set": frozenset(
+            {
+                *(defaults.model_fields_set - {"limits"}),
+                *(f"limits.{k}" for k in defaults.limits.model_fields_set),
+            }
+        ),
+        "env_keys": dict(sources.env),
+    }

@@ -58,6 +58,8 @@ class RunFilter:
     """Created before this time."""
     task_type: str | None = None
     """Of this task type."""
+    experiment: str | None = None
+    """Taking part in this experiment."""
 
 
 def list_runs(db: Db, where: RunFilter, *, limit: int | None) -> list[RunRecord]:
@@ -73,6 +75,7 @@ def list_runs(db: Db, where: RunFilter, *, limit: int | None) -> list[RunRecord]
         ("created_at >= ?", where.since),
         ("created_at < ?", where.until),
         ("task_type = ?", where.task_type),
+        ("experiment = ?", where.experiment),
     ):
         if value is not None:
             clauses.append(clause)

@@ -45,7 +45,8 @@ __all__ = [
 RUN_COLUMNS: Final = (
     "run_id, agent, state, task, parent_run_id, model, priority, created_at, updated_at, "
     "started_at, finished_at, usage, result, termination, error, owner, lease_expires_at, "
-    "metadata, last_seq, result_data, task_type, trace_parent"
+    "metadata, last_seq, result_data, task_type, trace_parent, "
+    "experiment, variant"
 )
 CONTROL_COLUMNS: Final = "id, run_id, kind, created_at, body"
 
@@ -159,6 +160,8 @@ def run_from_row(row: Row) -> RunRecord:
         result_data=None if row[19] is None else unwrap(row[19]),
         task_type=row[20],
         trace_parent=row[21],
+        experiment=row[22],
+        variant=row[23],
     )
 
 

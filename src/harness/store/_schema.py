@@ -108,6 +108,14 @@ CREATE TABLE controls (
     consumed_by TEXT
 )"""
 
+_EXPERIMENT_STOPS = """
+CREATE TABLE experiment_stops (
+    experiment TEXT PRIMARY KEY,
+    keep TEXT NOT NULL,
+    stopped_by TEXT NOT NULL,
+    stopped_at DOUBLE PRECISION NOT NULL
+)"""
+
 _DECISIONS = """
 CREATE TABLE decisions (
     run_id TEXT NOT NULL REFERENCES runs (run_id),
@@ -169,6 +177,16 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     ),
     Migration(
         version=7,
+        description="runs.experiment and runs.variant; experiment_stops: A/B experiments",
+        statements=(
+            "ALTER TABLE runs ADD COLUMN experiment TEXT",
+            "ALTER TABLE runs ADD COLUMN variant TEXT",
+            "CREATE INDEX runs_by_experiment ON runs (experiment, created_at)",
+            _EXPERIMENT_STOPS,
+        ),
+    ),
+    Migration(
+        version=8,
         description="runs_claim_order: claims read queued runs in their order, without a sort",
         statements=(
             "CREATE INDEX runs_claim_order ON runs (state, priority DESC, created_at, run_id)",

@@ -11,7 +11,7 @@ from harness.core.clock import Clock, SystemClock
 from harness.core.events import EventType, RunEvent
 from harness.core.messages import Message
 from harness.errors import ConfigError
-from harness.store import _decisions, _leases, _reads, _schema, _writes
+from harness.store import _decisions, _experiments, _leases, _reads, _schema, _writes
 from harness.store._engine import Committer, Readers, Writer, closed_error
 from harness.store._notices import CHANNELS, Notices
 from harness.store._sql import Db, Driver, Listening
@@ -21,6 +21,7 @@ from harness.store.protocol import (
     Control,
     ControlKind,
     Decision,
+    ExperimentStop,
     MessageTokens,
     NewEvent,
     NewRun,
@@ -153,11 +154,18 @@ class SqlStore:
         until: float | None = None,
         task_type: str | None = None,
         limit: int | None = 100,
+        experiment: str | None = None,
     ) -> list[RunRecord]:
         """Runs matching every filter, newest first; see `EventStore.list_runs`."""
         states = _strings((state,) if isinstance(state, str) else state)
         where = _reads.RunFilter(
-            states=states, agent=agent, owner=owner, since=since, until=until, task_type=task_type
+            states=states,
+            agent=agent,
+            owner=owner,
+            since=since,
+            until=until,
+            task_type=task_type,
+            experiment=experiment,
         )
         return await self._read(lambda db: _reads.list_runs(db, where, limit=limit))
 
@@ -269,6 +277,15 @@ class SqlStore:
     async def decisions(self, run_id: str) -> list[Decision]:
         """The run's recorded decisions, oldest first."""
         return await self._read(lambda db: _decisions.decisions(db, run_id))
+
+    async def stop_experiment(self, stop: ExperimentStop) -> None:
+        """Send all of an experiment's traffic to one variant; see `EventStore`."""
+        now = self._clock.now()
+        await self._write(lambda db: _experiments.stop(db, stop, now))
+
+    async def experiment_stops(self) -> dict[str, ExperimentStop]:
+        """The experiments stopped so far, by name."""
+        return await self._read(_experiments.stops)
 
     async def wait_for_notice(self, channel: Channel, seen: int, timeout_s: float) -> int:
         """Wait for news on `channel` or for `timeout_s`; see `EventStore.wait_for_notice`."""

@@ -122,6 +122,8 @@ def create_run(
         "last_seq": len(events),
         "last_message": len(messages),
         "trace_parent": run.trace_parent,
+        "experiment": run.experiment,
+        "variant": run.variant,
     }
     db.execute(
         f"INSERT INTO runs ({', '.join(row)}) VALUES ({marks(len(row))})", tuple(row.values())

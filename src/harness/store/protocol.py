@@ -27,6 +27,7 @@ __all__ = [
     "ControlKind",
     "Decision",
     "EventStore",
+    "ExperimentStop",
     "MessageTokens",
     "NewEvent",
     "NewRun",
@@ -76,6 +77,10 @@ class NewRun:
     trace_parent: str | None = None
     """The W3C `traceparent` of the run's span: every process that executes the run puts
     its spans in that trace."""
+    experiment: str | None = None
+    """The A/B experiment the run takes part in (`[experiments.NAME]`), if any."""
+    variant: str | None = None
+    """The experiment's variant the run was assigned, set with `experiment`."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -132,6 +137,10 @@ class RunRecord:
     trace_parent: str | None = None
     """The W3C `traceparent` of the run's span, given at creation; `None` for runs stored
     before traces existed."""
+    experiment: str | None = None
+    """The A/B experiment the run takes part in, if any."""
+    variant: str | None = None
+    """The variant of `experiment` it was assigned."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -248,6 +257,20 @@ class Decision:
     """When it was recorded (the store's clock; ignored when deciding)."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExperimentStop:
+    """An A/B experiment stopped from the command line: all its traffic goes to `keep`."""
+
+    experiment: str
+    """The experiment's name (`[experiments.NAME]`)."""
+    keep: str
+    """The variant every new run of the experiment gets."""
+    by: str
+    """Who stopped it, e.g. `user:alice`."""
+    stopped_at: float = 0.0
+    """When it was recorded (the store's clock; ignored when stopping)."""
+
+
 class EventStore(Protocol):
     """Durable runs, events and messages, shared by every process that opens the same store.
 
@@ -306,6 +329,7 @@ class EventStore(Protocol):
         until: float | None = None,
         task_type: str | None = None,
         limit: int | None = 100,
+        experiment: str | None = None,
     ) -> list[RunRecord]:
         """Runs created in `[since, until)` that match every filter given, newest first.
 
@@ -433,6 +457,14 @@ class EventStore(Protocol):
 
     async def decisions(self, run_id: str) -> list[Decision]:
         """The decisions recorded for the run's tool calls, oldest first."""
+        ...
+
+    async def stop_experiment(self, stop: ExperimentStop) -> None:
+        """Record that an experiment sends all its traffic to `stop.keep` (the last one wins)."""
+        ...
+
+    async def experiment_stops(self) -> dict[str, ExperimentStop]:
+        """The experiments stopped so far, by name."""
         ...
 
     async def wait_for_notice(self, channel: Channel, seen: int, timeout_s: float) -> int:

@@ -87,7 +87,7 @@ class ApprovalPolicy:
 
     def decide(self, call: ToolCall, spec: ToolSpec | None) -> PolicyDecision:
         """Decide for one call; unknown tools are `auto` (they fail without running)."""
-        arguments = _arguments(call.arguments)
+        arguments: Mapping[str, Any] = _arguments(call.arguments) if self.rules else {}
         for rule in self.rules:
             if rule.matches(call.name, arguments):
                 return PolicyDecision(decision=rule.decision, source="rule", reason=rule.reason)

@@ -110,6 +110,8 @@ class Toolset:
             for spec in self._specs.values()
             if spec.coerce is None and (signature := _signature(spec.function)) is not None
         }
+        self._async = {spec.name: _is_async(spec.function) for spec in self._specs.values()}
+        self._names = tuple(self._specs)
         self._clock = clock or SystemClock()
 
     def definitions(self) -> tuple[ToolDefinition, ...]:
@@ -123,7 +125,7 @@ class Toolset:
     @property
     def names(self) -> tuple[str, ...]:
         """The tool names, in the order the tools were given."""
-        return tuple(self._specs)
+        return self._names
 
     def __len__(self) -> int:
         return len(self._specs)
@@ -159,8 +161,10 @@ class Toolset:
             status, text = self._no_tool(call)
             return self.outcome(call, status, text, limits=limits, started=started)
         seconds = limits.tool_seconds(spec.timeout)
-        context = replace(context or ToolContext(), call_id=call.id, timeout_s=seconds)
-        status, result = await self._run(spec, call.arguments, context, seconds)
+        context = context or ToolContext()
+        # Only the tool sees its call's own context; the result store is the run's.
+        own = replace(context, call_id=call.id, timeout_s=seconds) if spec.context_param else None
+        status, result = await self._run(spec, call.arguments, own, seconds)
         text, metadata = _split(result)
         if status == "ok" and metadata.get("timed_out"):
             # The tool stopped its own work at its deadline: the same status, plus its output.
@@ -199,13 +203,14 @@ class Toolset:
         return "unknown_tool", _feedback.unknown_tool(call.name, self.names)
 
     async def _run(
-        self, spec: ToolSpec, arguments: str, context: ToolContext, seconds: float
+        self, spec: ToolSpec, arguments: str, context: ToolContext | None, seconds: float
     ) -> tuple[ToolStatus, str | ToolResult]:
         try:
             kwargs = self._arguments(spec, arguments)
             if spec.context_param:
                 kwargs[spec.context_param] = context
-            value = await _invoke(spec.function, kwargs, seconds + spec.grace_s)
+            limit_s = seconds + spec.grace_s
+            value = await _invoke(spec.function, kwargs, limit_s, is_async=self._async[spec.name])
             return "ok", value if isinstance(value, ToolResult) else render_result(value)
         except _Rejected as rejected:
             return rejected.status, rejected.text
@@ -309,11 +314,14 @@ def _decode(spec: ToolSpec, arguments: str) -> object:
         text = _feedback.invalid_arguments(spec, [Violation(path="$", message=problem)], hint)
         raise _Rejected("invalid_arguments", text)
     try:
-        value = json.loads(arguments, parse_constant=_reject_constant, parse_float=_finite)
+        value = _DECODER.decode(arguments)
     except (ValueError, RecursionError) as exc:
         raise _Rejected("invalid_json", _feedback.invalid_json(spec, arguments, exc)) from None
-    # A "\ud800" escape decodes to a lone surrogate, which no tool could write anywhere.
-    return {} if value is None else clean_json(value)
+    if value is None:
+        return {}
+    # A "\ud800" escape decodes to a lone surrogate, which no tool could write anywhere;
+    # ASCII text without a "\u" escape decodes to none.
+    return value if arguments.isascii() and "\\u" not in arguments else clean_json(value)
 
 
 def _reject_constant(name: str) -> object:
@@ -327,16 +335,22 @@ def _finite(text: str) -> float:
     return number
 
 
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite)
+"""Strict JSON: no NaN or Infinity, and no number too large for a float."""
+
+
 def _too_deep() -> Violation:
     return Violation(path="$", message="the arguments are nested too deeply")
 
 
-async def _invoke(function: Callable[..., Any], kwargs: dict[str, Any], limit_s: float) -> Any:
+async def _invoke(
+    function: Callable[..., Any], kwargs: dict[str, Any], limit_s: float, *, is_async: bool
+) -> Any:
     """Call the tool with a deadline; sync tools run in a worker thread."""
     scope = asyncio.timeout(limit_s)
     try:
         async with scope:
-            if _is_async(function):
+            if is_async:
                 return await function(**kwargs)
             result = await asyncio.to_thread(function, **kwargs)
             return await result if inspect.isawaitable(result) else result

@@ -1,0 +1,186 @@
+"""The schema of `[agents.NAME]`, `[task_types.NAME]` and `[experiments.NAME]` (pydantic).
+
+Imported only when `harness.toml` exists. Keys are checked here one by one; what needs the
+rest of the file (model profiles, MCP servers) or the disk (instruction and schema files) is
+checked when the tables become plain data (`harness.runtime.settings`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harness.agent.strategies import strategy_names
+from harness.core.ids import check_task_type
+from harness.errors import ConfigError
+from harness.runtime._agents_config import Overrides
+from harness.tools.spec import Approval
+
+__all__ = ["AgentEntry", "ExperimentEntry", "TaskTypeEntry", "check_labels"]
+
+_PYTHON_TOOL = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def _strategy(name: str | None) -> str | None:
+    if name is not None and name not in strategy_names():
+        raise ValueError(f"unknown strategy {name!r}; use one of {', '.join(strategy_names())}")
+    return name
+
+
+def _label(value: str | None) -> str | None:
+    try:
+        return check_task_type(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+class LimitsEntry(BaseModel):
+    """A `limits` table: the budgets it sets (the others come from the level below)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_steps: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    max_seconds: float | None = Field(default=None, ge=0)
+    max_tool_calls: int | None = Field(default=None, ge=0)
+
+    def values(self) -> dict[str, int | float]:
+        """The limits set, by name."""
+        return dict(self.model_dump(exclude_none=True))
+
+
+class _RuleEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool: str = "*"
+    decision: Approval = "ask"
+    when: dict[str, str] = {}
+    reason: str | None = None
+
+
+class AgentApprovalsEntry(BaseModel):
+    """An agent's `approvals` table, as `[approvals]`."""
+
+    model_config = ConfigDict(extra="forbid")
+    tools: dict[str, Approval] = {}
+    rules: list[_RuleEntry] = []
+
+
+class AgentEntry(BaseModel):
+    """One `[agents.NAME]` table."""
+
+    model_config = ConfigDict(extra="forbid")
+    description: str | None = None
+    model: str | None = Field(default=None, min_length=1)
+    base_url: str | None = Field(default=None, pattern=r"^https?://")
+    instructions: str | None = Field(default=None, min_length=1)
+    instructions_file: str | None = Field(default=None, min_length=1)
+    tools: list[str] = []
+    strategy: str | None = None
+    strategy_options: dict[str, Any] = {}
+    limits: LimitsEntry = LimitsEntry()
+    output_schema: str | None = Field(default=None, min_length=1)
+    completion_check: str | None = Field(default=None, min_length=1)
+    approvals: AgentApprovalsEntry | None = None
+    workspace: str | None = Field(default=None, min_length=1)
+    network: bool = False
+    allow_unsandboxed: bool = False
+
+    _known_strategy = field_validator("strategy")(_strategy)
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_names(cls, names: list[str]) -> list[str]:
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                raise ValueError(f"tool {name!r} is named twice")
+            if ":" in name and not name.startswith("mcp:") and not _PYTHON_TOOL.fullmatch(name):
+                raise ValueError(
+                    f"tool {name!r}: a Python tool is 'package.module:function', an MCP "
+                    "server's tools are 'mcp:NAME'"
+                )
+        return names
+
+    @model_validator(mode="after")
+    def _one_instructions(self) -> Self:
+        if self.instructions is not None and self.instructions_file is not None:
+            raise ValueError("give 'instructions' or 'instructions_file', not both")
+        return self
+
+
+class TaskTypeEntry(BaseModel):
+    """One `[task_types.NAME]` table."""
+
+    model_config = ConfigDict(extra="forbid")
+    description: str | None = None
+    agent: str | None = Field(default=None, min_length=1)
+    model: str | None = Field(default=None, min_length=1)
+    strategy: str | None = None
+    limits: LimitsEntry = LimitsEntry()
+
+    _known_strategy = field_validator("strategy")(_strategy)
+
+    def overrides(self) -> Overrides:
+        """What the task type sets over its agent."""
+        return Overrides(model=self.model, strategy=self.strategy, limits=self.limits.values())
+
+
+class VariantEntry(BaseModel):
+    """One variant of an experiment: its weight and what it changes."""
+
+    model_config = ConfigDict(extra="forbid")
+    weight: float = Field(ge=0)
+    model: str | None = Field(default=None, min_length=1)
+    strategy: str | None = None
+    instructions: str | None = Field(default=None, min_length=1)
+    limits: LimitsEntry = LimitsEntry()
+
+    _known_strategy = field_validator("strategy")(_strategy)
+
+    def overrides(self) -> Overrides:
+        """What the variant sets."""
+        return Overrides(
+            model=self.model,
+            strategy=self.strategy,
+            instructions=self.instructions,
+            limits=self.limits.values(),
+        )
+
+
+class ExperimentEntry(BaseModel):
+    """One `[experiments.NAME]` table."""
+
+    model_config = ConfigDict(extra="forbid")
+    description: str | None = None
+    task_type: str | None = None
+    agent: str | None = Field(default=None, min_length=1)
+    key: Literal["run_id", "user"] = "run_id"
+    variants: dict[str, VariantEntry] = Field(min_length=2)
+    keep: str | None = None
+
+    _task_type_label = field_validator("task_type")(_label)
+
+    @field_validator("variants")
+    @classmethod
+    def _some_weight(cls, variants: dict[str, VariantEntry]) -> dict[str, VariantEntry]:
+        if not any(v.weight > 0 for v in variants.values()):
+            raise ValueError("every weight is 0: give at least one variant a weight above 0")
+        return variants
+
+    @model_validator(mode="after")
+    def _target_and_keep(self) -> Self:
+        if (self.task_type is None) == (self.agent is None):
+            raise ValueError("give exactly one of 'task_type' or 'agent': what it applies to")
+        if self.keep is not None and self.keep not in self.variants:
+            raise ValueError(
+                f"keep = {self.keep!r} is not a variant (variants: {', '.join(self.variants)})"
+            )
+        return self
+
+
+def check_labels(names: dict[str, Any]) -> dict[str, Any]:
+    """The tables of `[task_types]`, whose names must be task-type labels."""
+    for name in names:
+        _label(name)
+    return names

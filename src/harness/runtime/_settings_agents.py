@@ -1,0 +1,256 @@
+"""`[agents]`, `[task_types]` and `[experiments]` of a validated file, as plain data.
+
+What one table cannot check alone is checked here: models against the profiles, MCP servers
+and built-in tools by name, the files an agent names (read now, so that a missing one fails at
+start), the agent a task type or an experiment names, one experiment per task type or agent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from harness.errors import ConfigError
+from harness.gateway.profiles import ModelProfile, resolve_profile
+from harness.runtime._agents_config import (
+    AgentConfig,
+    ExperimentConfig,
+    TaskTypeConfig,
+    VariantConfig,
+)
+from harness.runtime._config_agents import AgentEntry, ExperimentEntry
+from harness.runtime._config_file import FileConfig
+from harness.tools.approvals import ApprovalPolicy, ApprovalRule
+
+__all__ = ["Problem", "agents_of", "experiments_of", "task_types_of"]
+
+Problem = Callable[[tuple[str, ...], str], str]
+"""Formats a problem with a key: the file (or environment variable) and the key path."""
+
+
+def agents_of(
+    config: FileConfig,
+    *,
+    home: Path,
+    profiles: Mapping[str, ModelProfile],
+    mcp_servers: Mapping[str, Any],
+    problem: Problem,
+) -> dict[str, AgentConfig]:
+    """The `[agents.NAME]` tables, checked and with their files read.
+
+    Raises:
+        ConfigError: A table names something that does not exist; the message names the key.
+    """
+    agents: dict[str, AgentConfig] = {}
+    for name, entry in config.agents.items():
+        where = ("agents", name)
+        _check_model(entry.model, profiles, where, problem)
+        builtin, mcp, python = _split_tools(entry.tools, mcp_servers, where, problem)
+        agents[name] = AgentConfig(
+            name=name,
+            description=entry.description,
+            model=entry.model,
+            base_url=entry.base_url,
+            instructions=_instructions(entry, home, where, problem),
+            builtin_tools=builtin,
+            mcp=mcp,
+            python_tools=python,
+            strategy=entry.strategy,
+            strategy_options=dict(entry.strategy_options),
+            limits=entry.limits.values(),
+            output_schema=_schema(entry, home, where, problem),
+            completion_check=entry.completion_check,
+            approvals=_approvals(entry, where, problem),
+            workspace=(home / Path(entry.workspace).expanduser()) if entry.workspace else None,
+            network=entry.network,
+            allow_unsandboxed=entry.allow_unsandboxed,
+        )
+    return agents
+
+
+def task_types_of(
+    config: FileConfig,
+    *,
+    profiles: Mapping[str, ModelProfile],
+    agents: Callable[[str], bool],
+    problem: Problem,
+) -> dict[str, TaskTypeConfig]:
+    """The `[task_types.NAME]` tables, checked (`agents` says whether an agent exists)."""
+    found: dict[str, TaskTypeConfig] = {}
+    for name, entry in config.task_types.items():
+        where = ("task_types", name)
+        _check_model(entry.model, profiles, where, problem)
+        _check_agent(entry.agent, agents, where, problem)
+        found[name] = TaskTypeConfig(
+            name=name, agent=entry.agent, overrides=entry.overrides(), description=entry.description
+        )
+    return found
+
+
+def experiments_of(
+    config: FileConfig,
+    *,
+    profiles: Mapping[str, ModelProfile],
+    agents: Callable[[str], bool],
+    problem: Problem,
+) -> dict[str, ExperimentConfig]:
+    """The `[experiments.NAME]` tables, checked; two may not split the same runs."""
+    found: dict[str, ExperimentConfig] = {}
+    targets: dict[tuple[str, str], str] = {}
+    for name, entry in config.experiments.items():
+        where = ("experiments", name)
+        _check_agent(entry.agent, agents, where, problem)
+        target = ("task_type", entry.task_type) if entry.task_type else ("agent", entry.agent or "")
+        if target in targets:
+            raise ConfigError(
+                problem(
+                    (*where, target[0]),
+                    f"experiment {targets[target]!r} already splits the runs of "
+                    f"{target[0].replace('_', ' ')} {target[1]!r}: stop one of them (keep = …) "
+                    "or give them different targets",
+                )
+            )
+        targets[target] = name
+        found[name] = _experiment(name, entry, profiles, problem)
+    return found
+
+
+def _experiment(
+    name: str, entry: ExperimentEntry, profiles: Mapping[str, ModelProfile], problem: Problem
+) -> ExperimentConfig:
+    variants: list[VariantConfig] = []
+    for variant, v in entry.variants.items():
+        _check_model(v.model, profiles, ("experiments", name, "variants", variant), problem)
+        variants.append(VariantConfig(name=variant, weight=v.weight, overrides=v.overrides()))
+    return ExperimentConfig(
+        name=name,
+        task_type=entry.task_type,
+        agent=entry.agent,
+        key=entry.key,
+        variants=tuple(variants),
+        keep=entry.keep,
+        description=entry.description,
+    )
+
+
+def _check_model(
+    model: str | None,
+    profiles: Mapping[str, ModelProfile],
+    where: tuple[str, ...],
+    problem: Problem,
+) -> None:
+    if model is None:
+        return
+    try:
+        resolve_profile(model, profiles)
+    except ConfigError as exc:
+        raise ConfigError(problem((*where, "model"), str(exc))) from exc
+
+
+def _check_agent(
+    agent: str | None, exists: Callable[[str], bool], where: tuple[str, ...], problem: Problem
+) -> None:
+    if agent is not None and not exists(agent):
+        raise ConfigError(
+            problem(
+                (*where, "agent"),
+                f"no agent {agent!r}: define [agents.{agent}] or install a package that "
+                "registers it (entry-point group harness.agents)",
+            )
+        )
+
+
+def _split_tools(
+    tools: list[str],
+    mcp_servers: Mapping[str, Any],
+    where: tuple[str, ...],
+    problem: Problem,
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """Built-in tools, MCP servers and Python tools of an agent's `tools`."""
+    from harness.tools.builtin import BUILTIN_TOOLS
+
+    builtin: list[str] = []
+    mcp: list[str] = []
+    python: list[str] = []
+    for name in tools:
+        if name.startswith("mcp:"):
+            server = name.removeprefix("mcp:")
+            if server not in mcp_servers:
+                known = ", ".join(sorted(mcp_servers)) or "none"
+                raise ConfigError(
+                    problem(
+                        (*where, "tools"),
+                        f"no MCP server {server!r} (configured: {known}); add an "
+                        f"[mcp.{server}] table with a command or url",
+                    )
+                )
+            mcp.append(server)
+        elif ":" in name:
+            python.append(name)
+        elif name in BUILTIN_TOOLS:
+            builtin.append(name)
+        else:
+            raise ConfigError(
+                problem(
+                    (*where, "tools"),
+                    f"no built-in tool {name!r} (built-in: {', '.join(sorted(BUILTIN_TOOLS))}); "
+                    "name a Python tool as 'package.module:function', an MCP server as 'mcp:NAME'",
+                )
+            )
+    return tuple(builtin), tuple(mcp), tuple(python)
+
+
+def _read(path: Path, loc: tuple[str, ...], problem: Problem) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(problem(loc, f"cannot read {path}: {why}")) from exc
+
+
+def _instructions(
+    entry: AgentEntry, home: Path, where: tuple[str, ...], problem: Problem
+) -> str | None:
+    if entry.instructions_file is None:
+        return entry.instructions
+    loc = (*where, "instructions_file")
+    text = _read(home / Path(entry.instructions_file).expanduser(), loc, problem).strip()
+    if not text:
+        raise ConfigError(problem(loc, f"{entry.instructions_file} is empty"))
+    return text
+
+
+def _schema(
+    entry: AgentEntry, home: Path, where: tuple[str, ...], problem: Problem
+) -> dict[str, Any] | None:
+    if entry.output_schema is None:
+        return None
+    loc = (*where, "output_schema")
+    path = home / Path(entry.output_schema).expanduser()
+    try:
+        schema = json.loads(_read(path, loc, problem))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(problem(loc, f"{path} is not JSON: {exc}")) from exc
+    if not isinstance(schema, dict):
+        raise ConfigError(problem(loc, f"{path} is not a JSON Schema (an object)"))
+    from harness.agent.output import OutputSpec
+
+    try:
+        OutputSpec.from_type(cast(dict[str, Any], schema))
+    except ConfigError as exc:
+        raise ConfigError(problem(loc, f"{path}: {exc}")) from exc
+    return cast(dict[str, Any], schema)
+
+
+def _approvals(
+    entry: AgentEntry, where: tuple[str, ...], problem: Problem
+) -> ApprovalPolicy | None:
+    if entry.approvals is None:
+        return None
+    try:
+        rules = tuple(ApprovalRule(**rule.model_dump()) for rule in entry.approvals.rules)
+    except ConfigError as exc:
+        raise ConfigError(problem((*where, "approvals", "rules"), str(exc))) from exc
+    return ApprovalPolicy(rules=rules, tools=dict(entry.approvals.tools))

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from harness import Agent, Harness, Message, ModelRequest, tool
@@ -78,7 +79,9 @@ async def sequential_us(runs: int, home: Path) -> float:
         return (time.perf_counter() - start) / runs * 1e6
 
 
-async def concurrent_ms(runs: int, latency: float, home: Path) -> tuple[float, float, str]:
+async def concurrent_ms(
+    runs: int, latency: float, home: Path
+) -> tuple[float, float, tuple[str, float | None]]:
     """Wall ms and RSS growth of a burst, and how long its commits held the loop."""
     async with Harness(
         Settings(home=home), max_concurrent=runs, max_queue=runs + 1, adopt=False
@@ -94,16 +97,17 @@ async def concurrent_ms(runs: int, latency: float, home: Path) -> tuple[float, f
         return wall, rss, commit_times(h.store)
 
 
-def commit_times(store: object) -> str:
-    """`count, p50/p99/max ms` of the commits on the loop, or why there are none."""
+def commit_times(store: object) -> tuple[str, float | None]:
+    """`count, p50/p99/max ms` of the commits on the loop (or why there are none), and max."""
     stats = getattr(store, "commit_stats", None)
     if stats is None:
-        return "n/a (writes on a writer thread)"
+        return "n/a (writes on a writer thread)", None
     s = stats()
-    return (
+    text = (
         f"{s.count} commits, {s.p50_ms:.2f} / {s.p99_ms:.2f} / {s.max_ms:.2f} "
         f"(CPU {s.cpu_p50_ms:.2f} / {s.cpu_p99_ms:.2f} / {s.cpu_max_ms:.2f})"
     )
+    return text, s.max_ms
 
 
 async def queued_s(runs: int, concurrency: int, home: Path) -> tuple[float, float]:
@@ -258,56 +262,86 @@ async def rss_of_parked(runs: int) -> None:
         print(await _parked(runs, Path(scratch), traced=False) / runs / 1024)
 
 
-async def main(args: argparse.Namespace) -> None:
-    if args.rss_of_parked:
-        return await rss_of_parked(args.rss_of_parked)
+async def main(args: argparse.Namespace) -> Values:
+    """Print the table of the measures asked for; return their values."""
+    rows: list[str] = []
+    values: dict[str, float | None] = {}
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch)
-        homes = [home / name for name in ("raw", "seq", "conc", "queue", "takeover", "park")]
-        for path in homes:
-            path.mkdir()
-        rows: list[str] = []
-        if "loop" in args.only:
-            raw = raw_durable_us(args.runs, homes[0])
-            seq = await sequential_us(args.runs, homes[1])
-            rows += [
-                f"raw durable loop (4 SQLite rows per run), µs/run | {raw:.0f}",
-                f"harness durable run (every event and message committed), µs/run | {seq:.0f}",
-                f"ratio to the raw durable loop | {seq / raw:.1f}×",
-            ]
-        if "concurrent" in args.only:
-            wall, rss, commits = await concurrent_ms(args.concurrent, args.latency, homes[2])
-            rows += [
-                f"{args.concurrent:,} concurrent durable runs, {args.latency * 1e3:.0f} ms model "
-                f"latency: wall ms (floor {2 * args.latency * 1e3:.0f}) | {wall:.0f}",
-                f"RSS growth during that burst, MiB | {rss:.1f}",
-                f"commits holding the loop in that burst: wall p50 / p99 / max ms | {commits}",
-            ]
-        if "memory" in args.only:
-            heap, rss_run = await parked_kib(args.concurrent, homes[5])
-            rows.append(
-                f"memory per in-flight run ({args.concurrent:,} parked mid-run), KiB/run: "
-                f"Python heap (tracemalloc) / RSS | {heap:.1f} / {rss_run:.1f}"
-            )
-        if "queued" in args.only:
-            queued, queued_cpu = await queued_s(args.queued, 100, homes[3])
-            rows.append(
-                f"{args.queued:,} runs queued, then executed 100 at a time: wall s (CPU s) | "
-                f"{queued:.2f} ({queued_cpu:.2f})"
-            )
-        if "takeover" in args.only:
-            for standby, name in ((False, "opened after the kill"), (True, "open, on standby")):
-                took, after_lease, cpu = await takeover_s(
-                    args.takeover, homes[4] / name.split()[0], standby=standby
-                )
-                rows.append(
-                    f"takeover of {args.takeover:,} in-flight runs after a SIGKILL (lease 1 s) "
-                    f"by a worker {name}: s to finish them all, from the kill / from the last "
-                    f"lease's expiry (CPU s) | {took:.2f} / {after_lease:.2f} ({cpu:.2f})"
-                )
+        for part in ("loop", "concurrent", "memory", "queued", "takeover"):
+            if part in args.only:
+                (home / part).mkdir()
+                await MEASURES[part](args, home / part, rows, values)
     print("| measure | value |\n|---|---:|")
     for row in rows:
         print(f"| {row} |")
+    return values
+
+
+async def _loop(args: argparse.Namespace, home: Path, rows: list[str], values: Values) -> None:
+    raw = raw_durable_us(args.runs, home)
+    seq = await sequential_us(args.runs, home)
+    values.update(raw_us=raw, seq_us=seq, ratio=seq / raw)
+    rows += [
+        f"raw durable loop (4 SQLite rows per run), µs/run | {raw:.0f}",
+        f"harness durable run (every event and message committed), µs/run | {seq:.0f}",
+        f"ratio to the raw durable loop | {seq / raw:.1f}×",
+    ]
+
+
+async def _burst(args: argparse.Namespace, home: Path, rows: list[str], values: Values) -> None:
+    wall, rss, (commits, longest) = await concurrent_ms(args.concurrent, args.latency, home)
+    values.update(concurrent_wall_ms=wall, burst_rss_mib=rss, commit_max_ms=longest)
+    rows += [
+        f"{args.concurrent:,} concurrent durable runs, {args.latency * 1e3:.0f} ms model "
+        f"latency: wall ms (floor {2 * args.latency * 1e3:.0f}) | {wall:.0f}",
+        f"RSS growth during that burst, MiB | {rss:.1f}",
+        f"commits holding the loop in that burst: wall p50 / p99 / max ms | {commits}",
+    ]
+
+
+async def _memory(args: argparse.Namespace, home: Path, rows: list[str], values: Values) -> None:
+    heap, rss = await parked_kib(args.concurrent, home)
+    values.update(parked_heap_kib=heap, parked_rss_kib=rss)
+    rows.append(
+        f"memory per in-flight run ({args.concurrent:,} parked mid-run), KiB/run: "
+        f"Python heap (tracemalloc) / RSS | {heap:.1f} / {rss:.1f}"
+    )
+
+
+async def _queued(args: argparse.Namespace, home: Path, rows: list[str], values: Values) -> None:
+    wall, cpu = await queued_s(args.queued, 100, home)
+    values.update(queued_s=wall, queued_cpu_s=cpu)
+    rows.append(
+        f"{args.queued:,} runs queued, then executed 100 at a time: wall s (CPU s) | "
+        f"{wall:.2f} ({cpu:.2f})"
+    )
+
+
+async def _takeover(args: argparse.Namespace, home: Path, rows: list[str], values: Values) -> None:
+    """Both ways; the JSON's `takeover_*` keys are the standby worker's (a deployment's)."""
+    for standby, name, key in (
+        (False, "opened after the kill", "takeover_cold"),
+        (True, "open, on standby", "takeover"),
+    ):
+        took, after_lease, cpu = await takeover_s(args.takeover, home / key, standby=standby)
+        values.update({f"{key}_s": took, f"{key}_after_lease_s": after_lease})
+        values[f"{key}_cpu_s"] = cpu
+        rows.append(
+            f"takeover of {args.takeover:,} in-flight runs after a SIGKILL (lease 1 s) "
+            f"by a worker {name}: s to finish them all, from the kill / from the last "
+            f"lease's expiry (CPU s) | {took:.2f} / {after_lease:.2f} ({cpu:.2f})"
+        )
+
+
+Values = dict[str, float | None]
+MEASURES: dict[str, Callable[[argparse.Namespace, Path, list[str], Values], Awaitable[None]]] = {
+    "loop": _loop,
+    "concurrent": _burst,
+    "memory": _memory,
+    "queued": _queued,
+    "takeover": _takeover,
+}
 
 
 if __name__ == "__main__":
@@ -323,5 +357,12 @@ if __name__ == "__main__":
         default={"loop", "concurrent", "memory", "queued", "takeover"},
         help="comma-separated: loop, concurrent, memory, queued, takeover",
     )
+    parser.add_argument("--json", help="also write every value to this file, as JSON")
     parser.add_argument("--rss-of-parked", type=int, default=0, help=argparse.SUPPRESS)
-    asyncio.run(main(parser.parse_args()))
+    options = parser.parse_args()
+    if options.rss_of_parked:
+        asyncio.run(rss_of_parked(options.rss_of_parked))
+    else:
+        measured = asyncio.run(main(options))
+        if options.json:
+            Path(options.json).write_text(json.dumps(measured, indent=1))

@@ -53,11 +53,41 @@ from harness.core.events import (
 )
 from harness.core.usage import Usage
 
-__all__ = ["AttributeValue", "SpanData", "SpanEvent", "SpanStatus", "TraceBuilder", "split_model"]
+__all__ = [
+    "AttributeValue",
+    "EventRecord",
+    "SpanData",
+    "SpanEvent",
+    "SpanRecord",
+    "SpanStatus",
+    "TraceBuilder",
+    "span_data",
+    "split_model",
+]
 
 AttributeValue = str | bool | int | float | tuple[str, ...]
 SpanStatus = Literal["unset", "ok", "error"]
 SpanKind = Literal["internal", "client"]
+EventRecord = tuple[str, float, Mapping[str, AttributeValue]]
+"""A span event as plain data: name, time, attributes."""
+SpanRecord = tuple[
+    str,
+    str | None,
+    str,
+    SpanKind,
+    float,
+    float,
+    dict[str, AttributeValue],
+    list[EventRecord],
+    SpanStatus,
+    str | None,
+    bool,
+]
+"""A finished span as plain data, `SpanData`'s fields in their order (events as tuples).
+
+What the builder makes; `span_data` turns it into a `SpanData`. The export process is sent
+these as they are, so a live run pays for no object per span.
+"""
 
 _PROVIDERS: Final = frozenset({"openai", "anthropic"})
 _LOST: Final = "the process executing the run stopped before this ended"
@@ -117,7 +147,25 @@ class _Open:
         self.kind: SpanKind = kind
         self.start = start
         self.attributes: dict[str, AttributeValue] = {}
-        self.events: list[SpanEvent] = []
+        self.events: list[EventRecord] = []
+
+
+def span_data(record: SpanRecord) -> SpanData:
+    """The `SpanData` of a span record."""
+    span_id, parent_id, name, kind, start, end, attributes, events, status, message, done = record
+    return SpanData(
+        span_id=span_id,
+        parent_id=parent_id,
+        name=name,
+        kind=kind,
+        start=start,
+        end=end,
+        attributes=attributes,
+        events=tuple(SpanEvent(name=n, ts=ts, attributes=a) for n, ts, a in events),
+        status=status,
+        status_message=message,
+        finished=done,
+    )
 
 
 def split_model(label: str) -> tuple[str, str]:
@@ -194,13 +242,17 @@ class TraceBuilder:
         self._pause: str | None = None
         self._calls: dict[str, str] = {}
         self._approvals: dict[str, str] = {}
-        self._done: list[SpanData] = []
+        self._done: list[SpanRecord] = []
         self._last_ts = 0.0
         self.ended = False
         """Whether the run span has ended (a terminal event was fed)."""
 
-    def feed(self, event: RunEvent) -> list[SpanData] | tuple[()]:
+    def feed(self, event: RunEvent) -> list[SpanData]:
         """Take the run's next event; returns the spans it finished (children first)."""
+        return [span_data(record) for record in self.feed_records(event)]
+
+    def feed_records(self, event: RunEvent) -> list[SpanRecord] | tuple[()]:
+        """`feed`, the spans as records (what a live exporter sends on)."""
         handler = _HANDLERS.get(type(event.payload))
         if handler is not None:
             handler(self, event, event.payload)
@@ -215,7 +267,7 @@ class TraceBuilder:
         for span_id in reversed(list(self._open)):
             self._end(span_id, self._last_ts, finished=False)
         done, self._done = self._done, []
-        return done
+        return [span_data(record) for record in done]
 
     # ----- the run
 
@@ -457,7 +509,7 @@ class TraceBuilder:
     ) -> None:
         span = self._open.get(span_id) or self._open.get("run")
         if span is not None:
-            span.events.append(SpanEvent(name=event.type, ts=event.ts, attributes=attributes))
+            span.events.append((event.type, event.ts, attributes))
 
     def _end(
         self,
@@ -475,21 +527,26 @@ class TraceBuilder:
             self._step = None
         elif span_id == self._chat:
             self._chat = None
-        if error is not None:
+        if error is None:
+            status: SpanStatus = "unset"
+            message = None
+        else:
             span.attributes["error.type"] = error
+            status = "error"
+        start = span.start
         self._done.append(
-            SpanData(
-                span_id=span.span_id,
-                parent_id=span.parent_id,
-                name=span.name,
-                kind=span.kind,
-                start=span.start,
-                end=max(ts, span.start),
-                attributes=span.attributes,
-                events=tuple(span.events),
-                status="error" if error is not None else "unset",
-                status_message=message if error is not None else None,
-                finished=finished,
+            (
+                span.span_id,
+                span.parent_id,
+                span.name,
+                span.kind,
+                start,
+                ts if ts > start else start,
+                span.attributes,
+                span.events,
+                status,
+                message,
+                finished,
             )
         )
 

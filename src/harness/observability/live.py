@@ -126,6 +126,13 @@ class LiveTraces:
             self._learn(event)
         elif run.held is not None:
             run.held.append(event)
+        elif run.context is not None and run.context.sampled:  # the common case, inline
+            builder = run.builder
+            records = builder.feed_records(event)
+            if records:
+                self.export.export_records(run.context, event.run_id, records)
+            if builder.ended or type(event.payload) is RunPaused:
+                self._runs.pop(event.run_id, None)  # a resumed run is looked up again
         else:
             self._feed(event.run_id, run, event)
 

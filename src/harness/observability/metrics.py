@@ -63,7 +63,7 @@ from harness.core.events import (
 )
 from harness.core.usage import Usage
 from harness.observability._families import CounterFamily, HistogramFamily, observe
-from harness.observability._runs import RunFollow, RunLabels, RunTable
+from harness.observability._runs import RunFollow, RunTable
 
 __all__ = ["CONTENT_TYPE", "OTHER", "MetricsSubscriber"]
 
@@ -209,6 +209,9 @@ class MetricsSubscriber:
         self._in_flight: Callable[[], int] = lambda: 0
         self._pending_gauge: Gauge | None = None
         self._tokens: dict[tuple[str, str], tuple[list[float], ...]] = {}
+        self._answered: dict[str, tuple[str, list[float], list[float]]] = {}
+        """By the label of a model that answered: its label value and its series."""
+        self._max_label_values = max_label_values
         """The four token series (input, output, cached, reasoning) of a model and task type."""
         self._handlers: dict[type[EventPayload], Callable[[RunEvent, Any], None]] = {
             RunSubmitted: self._submitted,
@@ -240,7 +243,7 @@ class MetricsSubscriber:
         Its later events are counted under them, even though this process never saw the
         run's `run_submitted`.
         """
-        self._runs.learn(run_id, RunLabels(agent=agent, task_type=task_type, model=model))
+        self._runs.learn(run_id, agent, task_type, model)
 
     def track(self, *, in_flight: Callable[[], int], pending: Callable[[], Awaitable[int]]) -> None:
         """Add the gauges read at scrape time: runs executing here, and queued runs.
@@ -269,11 +272,10 @@ class MetricsSubscriber:
     # --- one handler per event type -------------------------------------------------
 
     def _submitted(self, event: RunEvent, p: RunSubmitted) -> None:
-        self._runs.learn(event.run_id, RunLabels(agent=p.agent, task_type=p.task_type))
+        self._runs.learn(event.run_id, p.agent, p.task_type)
 
     def _started(self, event: RunEvent, p: RunStarted) -> None:
-        labels = RunLabels(agent=p.agent, task_type=p.task_type, model=p.model)
-        self._runs.learn(event.run_id, labels)
+        self._runs.learn(event.run_id, p.agent, p.task_type, p.model)
 
     def _step(self, event: RunEvent, _: StepStarted) -> None:
         run = self._runs.get(event.run_id)
@@ -294,12 +296,22 @@ class MetricsSubscriber:
 
     def _responded(self, event: RunEvent, p: ModelResponded) -> None:
         run = self._runs.get(event.run_id)
-        model = self._model(p.model or run.model)  # the profile that answered, as `harness cost`
-        usage, m = p.usage, self._m
+        label = p.model or run.model  # the profile that answered, as `harness cost`
+        model, calls, context = self._answered.get(label) or self._answering(label)
+        usage = p.usage
         self._count_usage(model, self._task_type(run.task_type), usage)
-        observe(m.model_calls, m.model_calls.child(model), p.duration_s)
+        observe(self._m.model_calls, calls, p.duration_s)
         if usage.input_tokens > 0:
-            observe(m.context, m.context.child(model), usage.input_tokens)
+            observe(self._m.context, context, usage.input_tokens)
+
+    def _answering(self, label: str) -> tuple[str, list[float], list[float]]:
+        """A model's label value, and its call-duration and context-token series."""
+        if len(self._answered) >= 4 * self._max_label_values:
+            self._answered.clear()  # labels past the cap are many: keep the cache bounded
+        model = self._model(label)
+        found = model, self._m.model_calls.child(model), self._m.context.child(model)
+        self._answered[label] = found
+        return found
 
     def _compacted(self, event: RunEvent, p: ContextCompacted) -> None:
         run = self._runs.get(event.run_id)
@@ -331,8 +343,12 @@ class MetricsSubscriber:
         if run.step_started is None:
             return
         steps = self._m.steps
-        series = steps.child(self._agent(run.agent), self._task_type(run.task_type))
-        observe(steps, series, max(0.0, ts - run.step_started))
+        series = run.steps
+        if series is None:
+            agent, task_type = self._agent(run.agent), self._task_type(run.task_type)
+            series = run.steps = steps.child(agent, task_type)
+        duration = ts - run.step_started
+        observe(steps, series, duration if duration > 0.0 else 0.0)
         run.step_started = None
 
     def _count_usage(self, model: str, task_type: str, usage: Usage) -> None:

@@ -11,7 +11,7 @@ _FALLBACK_PREFIX = "fallback:"
 class RunFollow:
     """One run as the metrics follow it."""
 
-    __slots__ = ("agent", "model", "step_started", "steps", "task_type")
+    __slots__ = ("agent", "model", "step_started", "steps", "task_label", "task_type")
 
     def __init__(self) -> None:
         self.agent = UNKNOWN
@@ -22,6 +22,8 @@ class RunFollow:
         """When the open step started (its `step_started`), if one is open."""
         self.steps: list[float] | None = None
         """The step-duration series of the run's labels, once looked up (the metrics' cache)."""
+        self.task_label: str | None = None
+        """The task type's label value, once looked up (the metrics' cache)."""
 
     def answering(self, model: str) -> None:
         """A request went to `model`: a fallback chain's first member answers it first.
@@ -63,7 +65,7 @@ class RunTable:
             run.steps = None
         if task_type is not None:
             run.task_type = task_type
-            run.steps = None
+            run.steps = run.task_label = None
         if model is not None:
             run.answering(model)
 

@@ -211,6 +211,8 @@ class MetricsSubscriber:
         self._tokens: dict[tuple[str, str], tuple[list[float], ...]] = {}
         self._answered: dict[str, tuple[str, list[float], list[float]]] = {}
         """By the label of a model that answered: its label value and its series."""
+        self._tool_series: dict[tuple[str, str], tuple[list[float], list[float] | None]] = {}
+        """By tool and status: the series of its calls and (if it ran) of their duration."""
         self._max_label_values = max_label_values
         """The four token series (input, output, cached, reasoning) of a model and task type."""
         self._handlers: dict[type[EventPayload], Callable[[RunEvent, Any], None]] = {
@@ -298,8 +300,11 @@ class MetricsSubscriber:
         run = self._runs.get(event.run_id)
         label = p.model or run.model  # the profile that answered, as `harness cost`
         model, calls, context = self._answered.get(label) or self._answering(label)
+        task_type = run.task_label
+        if task_type is None:
+            task_type = run.task_label = self._task_type(run.task_type)
         usage = p.usage
-        self._count_usage(model, self._task_type(run.task_type), usage)
+        self._count_usage(model, task_type, usage)
         observe(self._m.model_calls, calls, p.duration_s)
         if usage.input_tokens > 0:
             observe(self._m.context, context, usage.input_tokens)
@@ -320,10 +325,21 @@ class MetricsSubscriber:
         self._count_usage(model, task_type, p.usage)
 
     def _tool_completed(self, _: RunEvent, p: ToolCompleted) -> None:
+        calls, duration = self._tool_series.get((p.tool, p.status)) or self._tool_calls(p)
+        calls[0] += 1
+        if duration is not None:
+            observe(self._m.tool_duration, duration, p.duration_s)
+
+    def _tool_calls(self, p: ToolCompleted) -> tuple[list[float], list[float] | None]:
+        """The call-count series of a tool and status, and its duration series if it ran."""
+        if len(self._tool_series) >= 4 * self._max_label_values:
+            self._tool_series.clear()  # labels past the cap are many: keep the cache bounded
         tool, m = self._tool(p.tool), self._m
-        m.tool_calls.child(tool, self._status(p.status))[0] += 1
-        if p.status != "not_run":
-            observe(m.tool_duration, m.tool_duration.child(tool), p.duration_s)
+        calls = m.tool_calls.child(tool, self._status(p.status))
+        ran = p.status != "not_run"
+        found = calls, m.tool_duration.child(tool) if ran else None
+        self._tool_series[p.tool, p.status] = found
+        return found
 
     def _paused(self, event: RunEvent, _: RunPaused) -> None:
         self._close_step(self._runs.get(event.run_id), event.ts)

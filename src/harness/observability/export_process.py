@@ -122,11 +122,14 @@ class ProcessExport(SpanExport):
             if self._closed or self._dead:
                 self.dropped += len(records)
                 return
-            self._queued.append(_entry(context, run_id, records))
+            self._queued.append(
+                (context.trace_id, context.span_id, context.parent_span_id, run_id, records)
+            )
             self._queued_spans += len(records)
             if self._queued_spans >= _BATCH:
                 self._pack()
-            self._due_soon()
+            if self._timer is None and self._watching is None:
+                self._due_soon()
 
     def _due_soon(self) -> None:
         """Make sure a write comes: now, or within `flush_s` (the lock is held)."""

@@ -37,7 +37,7 @@ thread (`render`, `harness.observability.serve`), where the events are counted.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Final, cast
 
 from prometheus_client import CollectorRegistry, Gauge, Metric, generate_latest
@@ -65,7 +65,7 @@ from harness.core.usage import Usage
 from harness.observability._families import CounterFamily, HistogramFamily, observe
 from harness.observability._runs import RunFollow, RunTable
 
-__all__ = ["CONTENT_TYPE", "OTHER", "MetricsSubscriber"]
+__all__ = ["CONTENT_TYPE", "OTHER", "FamilyCollector", "MetricsSubscriber", "histogram"]
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 """The media type of `MetricsSubscriber.render`'s text (Prometheus text format 0.0.4)."""
@@ -108,13 +108,38 @@ _go_float = cast(Callable[[float], str], prometheus_utils.floatToGoString)  # py
 """A number as Prometheus writes it in a label (`le="1.048576e+06"`)."""
 
 
-def _histogram(name: str, doc: str, buckets: tuple[float, ...], *labels: str) -> HistogramFamily:
+def histogram(name: str, doc: str, buckets: tuple[float, ...], *labels: str) -> HistogramFamily:
+    """A histogram family with these buckets (`+Inf` added), its `le` labels as Prometheus's."""
     le = tuple(_go_float(b) for b in (*buckets, float("inf")))
     return HistogramFamily(name, doc, buckets, le, *labels)
 
 
-class _Instruments(Collector):
-    """The metric families, kept in plain Python and read out as `Metric`s at a scrape."""
+class FamilyCollector(Collector):
+    """Reads plain families out as prometheus_client `Metric`s, at each scrape.
+
+    Args:
+        families: The families, in the order they are written.
+    """
+
+    def __init__(self, families: Sequence[CounterFamily | HistogramFamily]) -> None:
+        self._families = tuple(families)
+
+    def describe(self) -> Iterator[Metric]:
+        """The families, without samples (their names, for the registry)."""
+        for family in self._families:
+            yield Metric(family.name, family.doc, family.type)
+
+    def collect(self) -> Iterator[Metric]:
+        """The families and their samples now."""
+        for family in self._families:
+            metric = Metric(family.name, family.doc, family.type)
+            for name, labels, value in family.samples(_CREATED):
+                metric.add_sample(name, labels, value)
+            yield metric
+
+
+class _Instruments:
+    """The metric families, kept in plain Python (`FamilyCollector` writes them)."""
 
     def __init__(self) -> None:
         self.runs = CounterFamily(
@@ -122,13 +147,13 @@ class _Instruments(Collector):
             "Runs that ended (finished, failed or cancelled), by termination reason.",
             *("agent", "task_type", "termination"),
         )
-        self.steps = _histogram(
+        self.steps = histogram(
             "harness_step_duration_seconds",
             "Steps, from step_started to the next step or the run's end or pause.",
             _STEP_BUCKETS,
             *("agent", "task_type"),
         )
-        self.model_calls = _histogram(
+        self.model_calls = histogram(
             "harness_model_call_duration_seconds",
             "Model calls, retries and fallbacks included.",
             _MODEL_BUCKETS,
@@ -154,33 +179,20 @@ class _Instruments(Collector):
         self.tool_calls = CounterFamily(
             "harness_tool_calls", "Tool calls, by status.", "tool", "status"
         )
-        self.tool_duration = _histogram(
+        self.tool_duration = histogram(
             "harness_tool_duration_seconds", "Tool calls that ran.", _TOOL_BUCKETS, "tool"
         )
-        self.context = _histogram(
+        self.context = histogram(
             "harness_context_tokens", "Input tokens of each model request.", _TOKEN_BUCKETS, "model"
         )
         self.compactions = CounterFamily(
             "harness_context_compactions", "Context compactions, by tier.", "tier"
         )
-        self._all = (
+        self.all = (
             *(self.runs, self.steps, self.model_calls, self.retries, self.fallbacks),
             *(self.tokens, self.cost, self.tool_calls, self.tool_duration, self.context),
             self.compactions,
         )
-
-    def describe(self) -> Iterator[Metric]:
-        """The families, without samples (their names, for the registry)."""
-        for family in self._all:
-            yield Metric(family.name, family.doc, family.type)
-
-    def collect(self) -> Iterator[Metric]:
-        """The families and their samples now."""
-        for family in self._all:
-            metric = Metric(family.name, family.doc, family.type)
-            for name, labels, value in family.samples(_CREATED):
-                metric.add_sample(name, labels, value)
-            yield metric
 
 
 class MetricsSubscriber:
@@ -199,7 +211,7 @@ class MetricsSubscriber:
         Read it on the event loop's thread (as `render` does): the counts are updated there.
         """
         self._m = _Instruments()
-        self.registry.register(self._m)
+        self.registry.register(FamilyCollector(self._m.all))
         caps = {name: _Capped(max_label_values) for name in _DIMENSIONS}
         self._agent, self._task_type, self._model = caps["agent"], caps["task_type"], caps["model"]
         self._tool, self._status, self._reason = caps["tool"], caps["status"], caps["reason"]

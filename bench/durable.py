@@ -5,22 +5,30 @@ adapter, bench/peers_adapters/harness_durable.py, in a scratch copy, in a venv o
 that has the peers' frameworks and this project installed:
 
     python bench/durable.py [--quick] [--reps N] [--traced] [--observed] [--modes seq,conc]
+    python bench/durable.py --targets-only     # issue 13's table alone (no peers)
 
 `--traced` adds bench/peers_adapters/harness_traced.py: the same runs with every span
 exported over OTLP/HTTP (needs `harness[otel]` in that venv) — the cost of tracing.
 `--observed` adds bench/peers_adapters/harness_observed.py: traced, and metrics kept too.
 
-Prints the peers' markdown table. First use creates bench/.venv-peers (a few minutes).
+Prints the peers' markdown table, then issue 13's targets beside what this invocation
+measured (bench/_targets.py: the peers' seq and conc results of the harness adapter, and
+bench/overhead.py, bench/runtime.py and an import timing in fresh processes; `--no-targets`
+leaves them out). First use creates bench/.venv-peers (a few minutes).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _targets  # next to this file
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = next(  # next to the repository, or next to the folder of its worktrees
@@ -49,7 +57,22 @@ def main() -> None:
     parser.add_argument("--traced", action="store_true", help="add harness_traced")
     parser.add_argument("--observed", action="store_true", help="add harness_observed")
     parser.add_argument("--modes", default="seq,conc,import,calls")
+    parser.add_argument("--no-targets", action="store_true", help="the peers' table only")
+    parser.add_argument("--targets-only", action="store_true", help="issue 13's rows only")
+    parser.add_argument("--takeover", type=int, default=1000, help="runs taken over")
+    parser.add_argument("--queued", type=int, default=10_000, help="runs queued")
     args = parser.parse_args()
+    rows: list[tuple[str, float | None, str, float]] = []
+    if not args.targets_only:
+        rows += peers(args)
+    if not args.no_targets:
+        rows += _targets.own_rows(args.takeover, args.queued)
+        print("\n**Issue 13's targets**\n")
+        print(_targets.table(rows))
+
+
+def peers(args: argparse.Namespace) -> list[tuple[str, float | None, str, float]]:
+    """Run the peers' benchmark (prints its table); the rows of issue 13 it measured."""
     exe = python()
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch) / "peers"
@@ -58,8 +81,12 @@ def main() -> None:
             shutil.copy(ROOT / "bench" / "peers_adapters" / adapter, copy / "adapters")
         extra = [("harness_traced", args.traced), ("harness_observed", args.observed)]
         only = ",".join([args.only, *(name for name, on in extra if on)])
+        results = Path(scratch) / "results.jsonl"
         command = [exe, "run.py", "--only", only, "--reps", str(args.reps), "--modes", args.modes]
-        subprocess.check_call([*command, *(["--quick"] if args.quick else [])], cwd=copy)
+        command += ["--json", str(results), *(["--quick"] if args.quick else [])]
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.check_call(command, cwd=copy, env=env)
+        return _targets.peer_rows(results) if results.exists() else []
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ The scenario of ../shared/bench/peers: one tool `add(a, b)`; the model asks for 
 then answers with the tool's result. One run = 2 model calls + 1 tool call = 3 steps.
 Next to harness it times a minimal hand-written loop over plain dicts (the floor).
 
-    python bench/overhead.py [--runs 2000] [--concurrent 1000] [--latency 0.05]
+    python bench/overhead.py [--runs 2000] [--concurrent 1000] [--latency 0.05] [--json FILE]
 
 Prints a markdown table. Nothing here is a test: numbers depend on the machine.
 """
@@ -100,7 +100,7 @@ def _import_ms() -> float:
     return statistics.median(times) * 1e3
 
 
-async def _main(args: argparse.Namespace) -> None:
+async def _main(args: argparse.Namespace) -> dict[str, float]:
     raw_seq = await _sequential(lambda: _raw_run(0), args.runs)
     seq = await _sequential(_harness_runner(0), args.runs)
     raw_conc = await _concurrent(lambda: _raw_run(args.latency), args.concurrent)
@@ -122,6 +122,7 @@ async def _main(args: argparse.Namespace) -> None:
         f"\nharness peak RSS growth during the concurrent burst: {rss_growth:.1f} MiB; "
         f"`import harness`: {_import_ms():.0f} ms (median of 5)"
     )
+    return {"raw_loop_us": raw_seq, "loop_us": seq, "loop_concurrent_ms": conc}
 
 
 if __name__ == "__main__":
@@ -129,4 +130,9 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--concurrent", type=int, default=1000)
     parser.add_argument("--latency", type=float, default=0.05)
-    asyncio.run(_main(parser.parse_args()))
+    parser.add_argument("--json", default="", help="also write the numbers to this file")
+    arguments = parser.parse_args()
+    measured = asyncio.run(_main(arguments))
+    if arguments.json:
+        with open(arguments.json, "w") as out:
+            json.dump(measured, out)

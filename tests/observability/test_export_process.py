@@ -75,6 +75,30 @@ async def test_a_runs_spans_reach_the_receiver_through_the_child(
     assert export.dropped == 0
 
 
+async def test_the_spans_of_many_runs_packed_together_keep_to_their_own_traces(
+    tmp_path: Path, receiver: OTLPHTTPReceiver
+) -> None:
+    export = ProcessExport(flush_s=0.5)  # the runs' spans are queued, then packed as one frame
+    async with Harness(Settings(home=tmp_path), traces=export) as h:
+        results = await asyncio.gather(*(h.run(AGENT, f"add {i}", timeout=30) for i in range(5)))
+        stored = {r.run_id: (await h.get(r.run_id)).trace_parent for r in results}
+    assert export.child.returncode == 0  # the child exported everything and exited
+    deadline = time.monotonic() + 20
+    while len(receiver.spans.items) < 5 * SPANS_PER_RUN and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    spans = list(receiver.spans.items)
+    assert len(spans) == 5 * SPANS_PER_RUN
+    for run_id, trace_parent in stored.items():
+        assert trace_parent is not None
+        context = TraceContext.parse(trace_parent)
+        mine = [s for s in spans if s.trace_id == context.trace_id]
+        assert len(mine) == SPANS_PER_RUN
+        (run,) = [s for s in mine if s.name == "invoke_agent adder"]
+        assert run.span_id == context.span_id
+        assert run.attributes["gen_ai.conversation.id"] == run_id
+    assert export.dropped == 0
+
+
 def test_spans_sent_before_a_sigkill_are_still_exported(
     tmp_path: Path, receiver: OTLPHTTPReceiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:

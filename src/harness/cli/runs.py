@@ -231,6 +231,7 @@ def worker(
 ) -> None:
     """Execute queued runs (from `harness run --detach`) until interrupted."""
     import asyncio
+    import gc
 
     from harness.observability.serve import check_host
     from harness.runtime.settings import load_settings
@@ -250,6 +251,8 @@ def worker(
         metrics = port is not None
         async with Harness(settings, max_concurrent=concurrency, metrics=metrics) as harness:
             server = await _metrics_server(harness, host, port, allow_remote=allow_remote)
+            gc.collect()
+            gc.freeze()  # what start-up loaded is never walked again (README, Performance)
             typer.echo(f"worker {harness.owner}: executing runs (Ctrl-C to stop)")
             if server is not None:
                 typer.echo(f"metrics: {server.url}")

@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-__all__ = ["RunFollow", "RunLabels", "RunTable"]
+__all__ = ["RunFollow", "RunTable"]
 
 UNKNOWN = "unknown"
 _FALLBACK_PREFIX = "fallback:"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RunLabels:
-    """What is known of a run's labels; `None` leaves what was known before."""
-
-    agent: str | None = None
-    """The agent's name."""
-    task_type: str | None = None
-    """The run's task type."""
-    model: str | None = None
-    """The run's model (a fallback chain's name stands for its first member)."""
-    variant: tuple[str, str] | None = None
-    """The run's experiment and variant."""
-
-
 class RunFollow:
     """One run as the metrics follow it."""
 
-    __slots__ = ("agent", "model", "step_started", "task_type", "variant")
+    __slots__ = ("agent", "model", "step_started", "steps", "task_label", "task_type", "variant")
 
     def __init__(self) -> None:
         self.agent = UNKNOWN
@@ -36,6 +20,10 @@ class RunFollow:
         """The model answering the current request."""
         self.step_started: float | None = None
         """When the open step started (its `step_started`), if one is open."""
+        self.steps: list[float] | None = None
+        """The step-duration series of the run's labels, once looked up (the metrics' cache)."""
+        self.task_label: str | None = None
+        """The task type's label value, once looked up (the metrics' cache)."""
         self.variant: tuple[str, str] | None = None
         """The run's experiment and variant, when it takes part in one."""
 
@@ -65,17 +53,26 @@ class RunTable:
             run = self._runs[run_id] = RunFollow()
         return run
 
-    def learn(self, run_id: str, labels: RunLabels) -> None:
-        """Keep what `labels` tells of the run."""
+    def learn(
+        self,
+        run_id: str,
+        agent: str | None = None,
+        task_type: str | None = None,
+        model: str | None = None,
+        variant: tuple[str, str] | None = None,
+    ) -> None:
+        """Keep what is told of the run's labels; `None` leaves what was known before."""
         run = self.get(run_id)
-        if labels.agent is not None:
-            run.agent = labels.agent
-        if labels.task_type is not None:
-            run.task_type = labels.task_type
-        if labels.model is not None:
-            run.answering(labels.model)
-        if labels.variant is not None:
-            run.variant = labels.variant
+        if agent is not None:
+            run.agent = agent
+            run.steps = None
+        if task_type is not None:
+            run.task_type = task_type
+            run.steps = run.task_label = None
+        if model is not None:
+            run.answering(model)
+        if variant is not None:
+            run.variant = variant
 
     def forget(self, run_id: str) -> None:
         """Stop following the run (it ended, or paused)."""

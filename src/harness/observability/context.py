@@ -114,6 +114,8 @@ class Sampler:
     def new_context(self, caller: TraceContext | None) -> TraceContext:
         """The trace context of a new run, with its sampling decision."""
         context = TraceContext.new(caller)
+        if caller is None and self.ratio >= 1.0:
+            return context  # a new trace is sampled; every id's lower half is below 2**64
         if caller is not None and self.parent_based:
             return context
         # As the SDK's TraceIdRatioBased: the trace id's lower 64 bits against the ratio.

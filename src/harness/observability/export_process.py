@@ -4,9 +4,13 @@ Building the SDK's `ReadableSpan`s, batching them and encoding OTLP protobuf cos
 than the run they describe, and the exporter thread holds the GIL the event loop needs.
 So when traces go to OTLP, `ProcessExport` starts `python -m
 harness.observability.export_process` with the same environment (its `OTEL_*` variables
-configure the exporter there) and writes each run's finished spans to its stdin as one
-length-prefixed JSON frame. The child rebuilds them with their stored ids and times and
-exports them exactly as `harness.observability.otel.OtelExport` does in process.
+configure the exporter there) and writes finished spans to its stdin in length-prefixed
+JSON frames. The child rebuilds them with their stored ids and times and exports them
+exactly as `harness.observability.otel.OtelExport` does in process.
+
+The spans `LiveTraces` hands over (`export_records`, the builder's plain tuples) are queued
+as they are and packed into one frame when the write is due, up to `flush_s` later: one
+encoding and one write for all the runs of that moment, not one per step of each run.
 
 Writes never block the event loop: the pipe is non-blocking, what it cannot take waits
 in a bounded buffer drained when the pipe is writable, and past the bound spans are
@@ -34,7 +38,7 @@ from typing import Any, Final, cast
 from harness.core.codec import pack, unpack
 from harness.observability.context import TraceContext
 from harness.observability.live import SpanExport
-from harness.observability.spans import SpanData, SpanEvent
+from harness.observability.spans import EventRecord, SpanData, SpanRecord, span_data
 
 __all__ = ["ProcessExport", "main"]
 
@@ -44,6 +48,10 @@ _QUEUE: Final = 16_384
 """The child's `OTEL_BSP_MAX_QUEUE_SIZE` unless set: spans waiting for a batch."""
 _EAGER: Final = 64 << 10
 """Buffered bytes written at once, without waiting for the timer (a pipe's capacity)."""
+_BATCH: Final = 512
+"""Queued spans packed into a frame at once, without waiting for the timer."""
+_Entry = tuple[str, str, str | None, str, Sequence[SpanRecord]]
+"""A run's spans in a frame: its trace id, run span id, parent span id, run id, the spans."""
 
 
 class ProcessExport(SpanExport):
@@ -84,6 +92,8 @@ class ProcessExport(SpanExport):
         assert self.child.stdin is not None
         self._fd = self.child.stdin.fileno()
         os.set_blocking(self._fd, False)
+        self._queued: list[_Entry] = []  # spans not packed yet
+        self._queued_spans = 0
         self._pending = bytearray()
         self._frames: deque[list[int]] = deque()  # [bytes not yet written, spans] a frame
         self._lock = threading.Lock()
@@ -95,21 +105,55 @@ class ProcessExport(SpanExport):
 
     def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
         """Buffer the spans for the child's pipe; written within `flush_s`, never blocking."""
-        frame = _frame(context, run_id, spans)
+        frame = _frame([_entry(context, run_id, [_record(span) for span in spans])])
         with self._lock:
             if self._closed or self._dead:
                 self.dropped += len(spans)
                 return
-            if len(self._pending) + len(frame) > self._max_buffer:
-                self._drop(len(spans))
+            self._pack()  # what was queued before goes first
+            self._buffer(frame, len(spans))
+            self._due_soon()
+
+    def export_records(
+        self, context: TraceContext, run_id: str, records: Sequence[SpanRecord]
+    ) -> None:
+        """Queue the spans as they are; packed and written within `flush_s`, never blocking."""
+        with self._lock:
+            if self._closed or self._dead:
+                self.dropped += len(records)
                 return
-            self._pending += frame
-            self._frames.append([len(frame), len(spans)])
-            if self._timer is not None or self._watching is not None:
-                return  # a write is already due
-            if len(self._pending) < _EAGER and self._schedule():
-                return
-            self._write()
+            self._queued.append(
+                (context.trace_id, context.span_id, context.parent_span_id, run_id, records)
+            )
+            self._queued_spans += len(records)
+            if self._queued_spans >= _BATCH:
+                self._pack()
+            if self._timer is None and self._watching is None:
+                self._due_soon()
+
+    def _due_soon(self) -> None:
+        """Make sure a write comes: now, or within `flush_s` (the lock is held)."""
+        if self._timer is not None or self._watching is not None:
+            return  # a write is already due
+        if len(self._pending) < _EAGER and self._schedule():
+            return
+        self._write()
+
+    def _pack(self) -> None:
+        """The queued spans, as one frame in the buffer (the lock is held)."""
+        if not self._queued:
+            return
+        queued, spans = self._queued, self._queued_spans
+        self._queued, self._queued_spans = [], 0
+        self._buffer(_frame(queued), spans)
+
+    def _buffer(self, frame: bytes, spans: int) -> None:
+        """Hold `frame` for the pipe; drop it if the buffer is full (the lock is held)."""
+        if len(self._pending) + len(frame) > self._max_buffer:
+            self._drop(spans)
+            return
+        self._pending += frame
+        self._frames.append([len(frame), spans])
 
     def caller(self) -> TraceContext | None:
         """The caller's active OpenTelemetry span, if it is a valid one."""
@@ -133,6 +177,7 @@ class ProcessExport(SpanExport):
             if self._closed:
                 return
             self._closed = True
+            self._pack()
             while self._pending and not self._dead and time.monotonic() < deadline:
                 select.select([], [self._fd], [], max(0.0, deadline - time.monotonic()))
                 self._flush()
@@ -191,6 +236,7 @@ class ProcessExport(SpanExport):
 
     def _write(self) -> None:
         """Write what the pipe takes; watch it for the rest (the lock is held)."""
+        self._pack()
         self._flush()
         if self._pending and not self._dead:
             self._watch()
@@ -206,9 +252,10 @@ class ProcessExport(SpanExport):
 
     def _discard(self) -> None:
         """Drop what was not written, counting its spans (the lock is held)."""
-        self.dropped += sum(spans for _, spans in self._frames)
+        self.dropped += sum(spans for _, spans in self._frames) + self._queued_spans
         self._frames.clear()
         self._pending.clear()
+        self._queued, self._queued_spans = [], 0
 
     def _watch(self) -> None:
         try:
@@ -220,6 +267,7 @@ class ProcessExport(SpanExport):
 
     def _writable(self) -> None:
         with self._lock:
+            self._pack()
             self._flush()
             if (not self._pending or self._dead) and self._watching is not None:
                 self._watching.remove_writer(self._fd)
@@ -246,53 +294,40 @@ class ProcessExport(SpanExport):
         )
 
 
-def _frame(context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> bytes:
-    body = pack(
-        (
-            context.trace_id,
-            context.span_id,
-            context.parent_span_id,
-            run_id,
-            [
-                (
-                    s.span_id,
-                    s.parent_id,
-                    s.name,
-                    s.kind,
-                    s.start,
-                    s.end,
-                    s.attributes,
-                    [(e.name, e.ts, e.attributes) for e in s.events],
-                    s.status,
-                    s.status_message,
-                )
-                for s in spans
-            ],
-        )
-    )
+def _entry(context: TraceContext, run_id: str, records: Sequence[SpanRecord]) -> _Entry:
+    return (context.trace_id, context.span_id, context.parent_span_id, run_id, records)
+
+
+def _record(span: SpanData) -> SpanRecord:
+    events = [(e.name, e.ts, e.attributes) for e in span.events]
+    attributes = dict(span.attributes)
+    return (span.span_id, span.parent_id, span.name, span.kind, span.start, span.end,
+            attributes, events, span.status, span.status_message, span.finished)  # fmt: skip
+
+
+def _frame(entries: Sequence[_Entry]) -> bytes:
+    body = pack(entries)
     return _HEADER.pack(len(body)) + body
 
 
-def _spans(data: Any) -> tuple[TraceContext, str, list[SpanData]]:
-    trace_id, span_id, parent_span_id, run_id, spans = data
-    context = TraceContext(trace_id=trace_id, span_id=span_id, parent_span_id=parent_span_id)
-    return context, run_id, [_span(s) for s in spans]
+def _runs(data: Any) -> list[tuple[TraceContext, str, list[SpanData]]]:
+    """The runs' spans of a frame, as `SpanSink.add` takes them."""
+    return [
+        (
+            TraceContext(trace_id=trace_id, span_id=span_id, parent_span_id=parent_span_id),
+            run_id,
+            [_span(record) for record in records],
+        )
+        for trace_id, span_id, parent_span_id, run_id, records in data
+    ]
 
 
 def _span(data: list[Any]) -> SpanData:
-    span_id, parent_id, name, kind, start, end, attributes, events, status, message = data
-    return SpanData(
-        span_id=span_id,
-        parent_id=parent_id,
-        name=name,
-        kind=kind,
-        start=start,
-        end=end,
-        attributes=_attributes(attributes),
-        events=tuple(SpanEvent(name=n, ts=ts, attributes=_attributes(a)) for n, ts, a in events),
-        status=status,
-        status_message=message,
-    )
+    span_id, parent_id, name, kind, start, end, attributes, events, status, message, done = data
+    timed: list[EventRecord] = [(n, ts, _attributes(a)) for n, ts, a in events]
+    record = (span_id, parent_id, name, kind, start, end, _attributes(attributes), timed,
+              status, message, done)  # fmt: skip
+    return span_data(record)
 
 
 def _attributes(data: dict[str, Any]) -> dict[str, Any]:
@@ -322,7 +357,8 @@ def main(argv: Sequence[str] = sys.argv[1:]) -> int:
             body = stdin.read(size)
             if len(body) < size:
                 break
-            sink.add(*_spans(unpack(body)))
+            for context, run_id, spans in _runs(unpack(body)):
+                sink.add(context, run_id, spans)
     finally:
         sink.shutdown()
     return 0

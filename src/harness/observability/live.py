@@ -19,7 +19,7 @@ from typing import Final
 
 from harness.core.events import RunCancelled, RunEvent, RunFailed, RunFinished, RunPaused
 from harness.observability.context import Sampler, TraceContext
-from harness.observability.spans import SpanData, TraceBuilder
+from harness.observability.spans import SpanData, SpanRecord, TraceBuilder, span_data
 
 __all__ = ["LiveTraces", "SpanExport", "StoredRun"]
 
@@ -33,6 +33,15 @@ class SpanExport:
 
     def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
         """Hand over the finished spans of run `run_id`, whose run span is `context`."""
+
+    def export_records(
+        self, context: TraceContext, run_id: str, records: Sequence[SpanRecord]
+    ) -> None:
+        """`export`, the spans as the builder made them; `LiveTraces` hands them over so.
+
+        An export that sends plain data on (`ProcessExport`) takes them as they are.
+        """
+        self.export(context, run_id, [span_data(record) for record in records])
 
     def caller(self) -> TraceContext | None:
         """The span active where a run is submitted, if any: the run joins its trace."""
@@ -117,6 +126,13 @@ class LiveTraces:
             self._learn(event)
         elif run.held is not None:
             run.held.append(event)
+        elif run.context is not None and run.context.sampled:  # the common case, inline
+            builder = run.builder
+            records = builder.feed_records(event)
+            if records:
+                self.export.export_records(run.context, event.run_id, records)
+            if builder.ended or type(event.payload) is RunPaused:
+                self._runs.pop(event.run_id, None)  # a resumed run is looked up again
         else:
             self._feed(event.run_id, run, event)
 
@@ -127,14 +143,16 @@ class LiveTraces:
         await self.export.aclose()
 
     def _feed(self, run_id: str, run: _Run, event: RunEvent) -> None:
-        if run.context is not None and not run.context.sampled:
+        context = run.context
+        if context is not None and not context.sampled:
             if isinstance(event.payload, _ENDS):
                 self._runs.pop(run_id, None)
             return
-        spans = run.builder.feed(event)
-        if spans and run.context is not None and run.context.sampled:
-            self.export.export(run.context, run_id, spans)
-        if run.builder.ended or isinstance(event.payload, RunPaused):
+        builder = run.builder
+        records = builder.feed_records(event)
+        if records and context is not None:
+            self.export.export_records(context, run_id, records)
+        if builder.ended or type(event.payload) is RunPaused:
             self._runs.pop(run_id, None)  # a resumed run is looked up again
 
     def _learn(self, event: RunEvent) -> None:
@@ -159,7 +177,7 @@ class LiveTraces:
         first = held[0].seq
         for event in stored.events:
             if event.seq < first:
-                run.builder.feed(event)  # what an earlier process saw, and exported
+                run.builder.feed_records(event)  # what an earlier process saw, and exported
         for event in held:
             self._feed(run_id, run, event)
 

@@ -28,14 +28,23 @@ Labels are bounded: never a run id, call id or text, and each dimension keeps it
 the model that answered: the first member of a fallback chain, or the one it fell back to.
 Tokens and cost of a compaction's summary request count under the run's model too. A run
 without a task type has `task_type=""`.
+
+The counts are plain Python lists updated in place (`harness.observability._families`),
+read out by a collector of the registry at each scrape, sample for sample what
+prometheus_client's `Counter` and `Histogram` write: an event costs a dict look-up and an
+addition, not a lock and a chain of calls. So the registry is read on the event loop's
+thread (`render`, `harness.observability.serve`), where the events are counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, Final, TypeVar
+import os
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, Final, cast
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Gauge, Metric, generate_latest
+from prometheus_client import utils as prometheus_utils
+from prometheus_client.registry import Collector
 
 from harness.core.events import (
     ContextCompacted,
@@ -55,9 +64,10 @@ from harness.core.events import (
     ToolCompleted,
 )
 from harness.core.usage import Usage
-from harness.observability._runs import RunFollow, RunLabels, RunTable
+from harness.observability._families import CounterFamily, HistogramFamily, observe
+from harness.observability._runs import RunFollow, RunTable
 
-__all__ = ["CONTENT_TYPE", "OTHER", "MetricsSubscriber"]
+__all__ = ["CONTENT_TYPE", "OTHER", "FamilyCollector", "MetricsSubscriber", "histogram"]
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 """The media type of `MetricsSubscriber.render`'s text (Prometheus text format 0.0.4)."""
@@ -70,11 +80,14 @@ _STEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
 _MODEL_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300)
 _TOOL_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120)
 _TOKEN_BUCKETS = tuple(float(2**n) for n in range(8, 21))  # 256 … 1,048,576
+_CREATED: Final = os.environ.get("PROMETHEUS_DISABLE_CREATED_SERIES", "False").lower() not in (
+    *("true", "1", "t"),
+)
+"""Whether `_created` samples are written: prometheus_client's own switch, read as it does."""
 _DIMENSIONS = (
     *("agent", "task_type", "model", "tool", "status", "reason", "tier", "termination"),
     *("experiment", "variant"),
 )
-_Family = TypeVar("_Family", Counter, Histogram)
 
 
 class _Capped:
@@ -96,17 +109,45 @@ class _Capped:
         return kept
 
 
+_go_float = cast(Callable[[float], str], prometheus_utils.floatToGoString)  # pyright: ignore[reportUnknownMemberType]
+"""A number as Prometheus writes it in a label (`le="1.048576e+06"`)."""
+
+
+def histogram(name: str, doc: str, buckets: tuple[float, ...], *labels: str) -> HistogramFamily:
+    """A histogram family with these buckets (`+Inf` added), its `le` labels as Prometheus's."""
+    le = tuple(_go_float(b) for b in (*buckets, float("inf")))
+    return HistogramFamily(name, doc, buckets, le, *labels)
+
+
+class FamilyCollector(Collector):
+    """Reads plain families out as prometheus_client `Metric`s, at each scrape.
+
+    Args:
+        families: The families, in the order they are written.
+    """
+
+    def __init__(self, families: Sequence[CounterFamily | HistogramFamily]) -> None:
+        self._families = tuple(families)
+
+    def describe(self) -> Iterator[Metric]:
+        """The families, without samples (their names, for the registry)."""
+        for family in self._families:
+            yield Metric(family.name, family.doc, family.type)
+
+    def collect(self) -> Iterator[Metric]:
+        """The families and their samples now."""
+        for family in self._families:
+            metric = Metric(family.name, family.doc, family.type)
+            for name, labels, value in family.samples(_CREATED):
+                metric.add_sample(name, labels, value)
+            yield metric
+
+
 class _Instruments:
-    """The metric families, registered in one registry."""
+    """The metric families, kept in plain Python (`FamilyCollector` writes them)."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
-        def counter(name: str, doc: str, *labels: str) -> Counter:
-            return Counter(name, doc, labels, registry=registry)
-
-        def histogram(name: str, doc: str, buckets: tuple[float, ...], *labels: str) -> Histogram:
-            return Histogram(name, doc, labels, registry=registry, buckets=buckets)
-
-        self.runs = counter(
+    def __init__(self) -> None:
+        self.runs = CounterFamily(
             "harness_runs_finished",
             "Runs that ended (finished, failed or cancelled), by termination reason.",
             *("agent", "task_type", "termination"),
@@ -123,40 +164,49 @@ class _Instruments:
             _MODEL_BUCKETS,
             "model",
         )
-        self.retries = counter("harness_model_retries", "Retries of failed model calls.", "model")
-        self.fallbacks = counter(
+        self.retries = CounterFamily(
+            "harness_model_retries", "Retries of failed model calls.", "model"
+        )
+        self.fallbacks = CounterFamily(
             "harness_model_fallbacks",
             "Requests moved to a fallback model.",
             *("from_model", "to_model", "reason"),
         )
-        self.tokens = counter(
+        self.tokens = CounterFamily(
             "harness_model_tokens",
             "Model tokens by kind: input (cached included), output (reasoning included), "
             "cached, reasoning.",
             *("model", "task_type", "kind"),
         )
-        self.cost = counter(
+        self.cost = CounterFamily(
             "harness_model_cost_usd", "Model cost in US dollars.", "model", "task_type"
         )
-        self.tool_calls = counter("harness_tool_calls", "Tool calls, by status.", "tool", "status")
+        self.tool_calls = CounterFamily(
+            "harness_tool_calls", "Tool calls, by status.", "tool", "status"
+        )
         self.tool_duration = histogram(
             "harness_tool_duration_seconds", "Tool calls that ran.", _TOOL_BUCKETS, "tool"
         )
         self.context = histogram(
             "harness_context_tokens", "Input tokens of each model request.", _TOKEN_BUCKETS, "model"
         )
-        self.compactions = counter(
+        self.compactions = CounterFamily(
             "harness_context_compactions", "Context compactions, by tier.", "tier"
         )
-        self.variant_runs = counter(
+        self.variant_runs = CounterFamily(
             "harness_experiment_runs_finished",
             "Runs of an A/B experiment's variants that ended, by termination reason.",
             *("experiment", "variant", "termination"),
         )
-        self.variant_cost = counter(
+        self.variant_cost = CounterFamily(
             "harness_experiment_cost_usd",
             "Model cost of an A/B experiment's variants in US dollars.",
             *("experiment", "variant"),
+        )
+        self.all = (
+            *(self.runs, self.steps, self.model_calls, self.retries, self.fallbacks),
+            *(self.tokens, self.cost, self.tool_calls, self.tool_duration, self.context),
+            *(self.compactions, self.variant_runs, self.variant_cost),
         )
 
 
@@ -171,8 +221,12 @@ class MetricsSubscriber:
 
     def __init__(self, *, max_label_values: int = 50, max_runs: int = 10_000) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        """The registry that holds this subscriber's metrics (not the global one)."""
-        self._m = _Instruments(self.registry)
+        """The registry that holds this subscriber's metrics (not the global one).
+
+        Read it on the event loop's thread (as `render` does): the counts are updated there.
+        """
+        self._m = _Instruments()
+        self.registry.register(FamilyCollector(self._m.all))
         caps = {name: _Capped(max_label_values) for name in _DIMENSIONS}
         self._agent, self._task_type, self._model = caps["agent"], caps["task_type"], caps["model"]
         self._tool, self._status, self._reason = caps["tool"], caps["status"], caps["reason"]
@@ -182,7 +236,13 @@ class MetricsSubscriber:
         self._pending: Callable[[], Awaitable[int]] | None = None
         self._in_flight: Callable[[], int] = lambda: 0
         self._pending_gauge: Gauge | None = None
-        self._children: dict[tuple[Any, ...], Any] = {}
+        self._tokens: dict[tuple[str, str], tuple[list[float], ...]] = {}
+        self._answered: dict[str, tuple[str, list[float], list[float]]] = {}
+        """By the label of a model that answered: its label value and its series."""
+        self._tool_series: dict[tuple[str, str], tuple[list[float], list[float] | None]] = {}
+        """By tool and status: the series of its calls and (if it ran) of their duration."""
+        self._max_label_values = max_label_values
+        """The four token series (input, output, cached, reasoning) of a model and task type."""
         self._handlers: dict[type[EventPayload], Callable[[RunEvent, Any], None]] = {
             RunSubmitted: self._submitted,
             RunStarted: self._started,
@@ -219,8 +279,7 @@ class MetricsSubscriber:
         Its later events are counted under them, even though this process never saw the
         run's `run_submitted`.
         """
-        labels = RunLabels(agent=agent, task_type=task_type, model=model, variant=variant)
-        self._runs.learn(run_id, labels)
+        self._runs.learn(run_id, agent, task_type, model, variant)
 
     def track(self, *, in_flight: Callable[[], int], pending: Callable[[], Awaitable[int]]) -> None:
         """Add the gauges read at scrape time: runs executing here, and queued runs.
@@ -250,51 +309,77 @@ class MetricsSubscriber:
 
     def _submitted(self, event: RunEvent, p: RunSubmitted) -> None:
         variant = (p.experiment, p.variant) if p.experiment and p.variant else None
-        labels = RunLabels(agent=p.agent, task_type=p.task_type, variant=variant)
-        self._runs.learn(event.run_id, labels)
+        self._runs.learn(event.run_id, p.agent, p.task_type, None, variant)
 
     def _started(self, event: RunEvent, p: RunStarted) -> None:
         variant = (p.experiment, p.variant) if p.experiment and p.variant else None
-        labels = RunLabels(agent=p.agent, task_type=p.task_type, model=p.model, variant=variant)
-        self._runs.learn(event.run_id, labels)
+        self._runs.learn(event.run_id, p.agent, p.task_type, p.model, variant)
 
     def _step(self, event: RunEvent, _: StepStarted) -> None:
         run = self._runs.get(event.run_id)
-        self._close_step(run, event.ts)
+        if run.step_started is not None:
+            self._close_step(run, event.ts)
         run.step_started = event.ts
 
     def _called(self, event: RunEvent, p: ModelCalled) -> None:
         self._runs.get(event.run_id).answering(p.model)
 
     def _retry(self, _: RunEvent, p: ModelRetry) -> None:
-        self._child(self._m.retries, self._model(p.model)).inc()
+        self._m.retries.child(self._model(p.model))[0] += 1
 
     def _fallback(self, event: RunEvent, p: ModelFallback) -> None:
         from_model, to_model = self._model(p.from_model), self._model(p.to_model)
-        self._child(self._m.fallbacks, from_model, to_model, self._reason(p.reason)).inc()
+        self._m.fallbacks.child(from_model, to_model, self._reason(p.reason))[0] += 1
         self._runs.get(event.run_id).model = p.to_model
 
     def _responded(self, event: RunEvent, p: ModelResponded) -> None:
         run = self._runs.get(event.run_id)
-        model = self._model(p.model or run.model)  # the profile that answered, as `harness cost`
-        self._count_usage(model, self._task_type(run.task_type), p.usage)
-        self._count_variant(run, p.usage)
-        self._child(self._m.model_calls, model).observe(p.duration_s)
-        if p.usage.input_tokens > 0:
-            self._child(self._m.context, model).observe(p.usage.input_tokens)
+        label = p.model or run.model  # the profile that answered, as `harness cost`
+        model, calls, context = self._answered.get(label) or self._answering(label)
+        task_type = run.task_label
+        if task_type is None:
+            task_type = run.task_label = self._task_type(run.task_type)
+        usage = p.usage
+        self._count_usage(model, task_type, usage)
+        if run.variant is not None:
+            self._count_variant(run.variant, usage)
+        observe(self._m.model_calls, calls, p.duration_s)
+        if usage.input_tokens > 0:
+            observe(self._m.context, context, usage.input_tokens)
+
+    def _answering(self, label: str) -> tuple[str, list[float], list[float]]:
+        """A model's label value, and its call-duration and context-token series."""
+        if len(self._answered) >= 4 * self._max_label_values:
+            self._answered.clear()  # labels past the cap are many: keep the cache bounded
+        model = self._model(label)
+        found = model, self._m.model_calls.child(model), self._m.context.child(model)
+        self._answered[label] = found
+        return found
 
     def _compacted(self, event: RunEvent, p: ContextCompacted) -> None:
         run = self._runs.get(event.run_id)
-        self._child(self._m.compactions, self._tier(p.tier)).inc()
+        self._m.compactions.child(self._tier(p.tier))[0] += 1
         model, task_type = self._model(run.model), self._task_type(run.task_type)
         self._count_usage(model, task_type, p.usage)
-        self._count_variant(run, p.usage)
+        if run.variant is not None:
+            self._count_variant(run.variant, p.usage)
 
     def _tool_completed(self, _: RunEvent, p: ToolCompleted) -> None:
-        tool, status = self._tool(p.tool), self._status(p.status)
-        self._child(self._m.tool_calls, tool, status).inc()
-        if p.status != "not_run":
-            self._child(self._m.tool_duration, tool).observe(p.duration_s)
+        calls, duration = self._tool_series.get((p.tool, p.status)) or self._tool_calls(p)
+        calls[0] += 1
+        if duration is not None:
+            observe(self._m.tool_duration, duration, p.duration_s)
+
+    def _tool_calls(self, p: ToolCompleted) -> tuple[list[float], list[float] | None]:
+        """The call-count series of a tool and status, and its duration series if it ran."""
+        if len(self._tool_series) >= 4 * self._max_label_values:
+            self._tool_series.clear()  # labels past the cap are many: keep the cache bounded
+        tool, m = self._tool(p.tool), self._m
+        calls = m.tool_calls.child(tool, self._status(p.status))
+        ran = p.status != "not_run"
+        found = calls, m.tool_duration.child(tool) if ran else None
+        self._tool_series[p.tool, p.status] = found
+        return found
 
     def _paused(self, event: RunEvent, _: RunPaused) -> None:
         self._close_step(self._runs.get(event.run_id), event.ts)
@@ -305,11 +390,11 @@ class MetricsSubscriber:
         self._close_step(run, event.ts)
         reason = "cancelled" if isinstance(p, RunCancelled) else p.termination
         agent, task_type = self._agent(run.agent), self._task_type(run.task_type)
-        self._child(self._m.runs, agent, task_type, self._termination(reason)).inc()
+        self._m.runs.child(agent, task_type, self._termination(reason))[0] += 1
         if run.variant is not None:
             experiment, variant = self._experiment(run.variant[0]), self._variant(run.variant[1])
-            termination = self._termination(reason)
-            self._child(self._m.variant_runs, experiment, variant, termination).inc()
+            series = self._m.variant_runs.child(experiment, variant, self._termination(reason))
+            series[0] += 1
         self._runs.forget(event.run_id)
 
     # --- helpers --------------------------------------------------------------------
@@ -317,41 +402,33 @@ class MetricsSubscriber:
     def _close_step(self, run: RunFollow, ts: float) -> None:
         if run.step_started is None:
             return
-        agent, task_type = self._agent(run.agent), self._task_type(run.task_type)
-        self._child(self._m.steps, agent, task_type).observe(max(0.0, ts - run.step_started))
+        steps = self._m.steps
+        series = run.steps
+        if series is None:
+            agent, task_type = self._agent(run.agent), self._task_type(run.task_type)
+            series = run.steps = steps.child(agent, task_type)
+        duration = ts - run.step_started
+        observe(steps, series, duration if duration > 0.0 else 0.0)
         run.step_started = None
 
     def _count_usage(self, model: str, task_type: str, usage: Usage) -> None:
-        tokens = self._tokens(model, task_type)
-        for child, value in zip(
-            tokens,
-            (usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.reasoning_tokens),
-            strict=True,
-        ):
-            if value:
-                child.inc(value)
-        if usage.cost_usd:
-            self._child(self._m.cost, model, task_type).inc(usage.cost_usd)
-
-    def _count_variant(self, run: RunFollow, usage: Usage) -> None:
-        if run.variant is not None and usage.cost_usd:
-            experiment, variant = self._experiment(run.variant[0]), self._variant(run.variant[1])
-            self._child(self._m.variant_cost, experiment, variant).inc(usage.cost_usd)
-
-    def _tokens(self, model: str, task_type: str) -> tuple[Counter, ...]:
-        """The four token counters of a model and task type (input, output, cached, reasoning)."""
-        key = ("tokens", model, task_type)
-        found: tuple[Counter, ...] | None = self._children.get(key)
-        if found is None:
+        tokens = self._tokens.get((model, task_type))
+        if tokens is None:
             kinds = ("input", "output", "cached", "reasoning")
-            found = tuple(self._m.tokens.labels(model, task_type, kind) for kind in kinds)
-            self._children[key] = found
-        return found
+            tokens = tuple(self._m.tokens.child(model, task_type, kind) for kind in kinds)
+            self._tokens[model, task_type] = tokens
+        if usage.input_tokens:
+            tokens[0][0] += usage.input_tokens
+        if usage.output_tokens:
+            tokens[1][0] += usage.output_tokens
+        if usage.cached_tokens:
+            tokens[2][0] += usage.cached_tokens
+        if usage.reasoning_tokens:
+            tokens[3][0] += usage.reasoning_tokens
+        if usage.cost_usd:
+            self._m.cost.child(model, task_type)[0] += usage.cost_usd
 
-    def _child(self, family: _Family, *labels: str) -> _Family:
-        """The child of `family` with `labels`, bound once and kept (bounded by the caps)."""
-        key = (id(family), *labels)
-        child: _Family | None = self._children.get(key)
-        if child is None:
-            child = self._children[key] = family.labels(*labels)
-        return child
+    def _count_variant(self, variant: tuple[str, str], usage: Usage) -> None:
+        if usage.cost_usd:
+            experiment, name = self._experiment(variant[0]), self._variant(variant[1])
+            self._m.variant_cost.child(experiment, name)[0] += usage.cost_usd

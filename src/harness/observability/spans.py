@@ -20,6 +20,7 @@ Message content (the task, replies, tool arguments and results) is left out unle
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -53,11 +54,41 @@ from harness.core.events import (
 )
 from harness.core.usage import Usage
 
-__all__ = ["AttributeValue", "SpanData", "SpanEvent", "SpanStatus", "TraceBuilder", "split_model"]
+__all__ = [
+    "AttributeValue",
+    "EventRecord",
+    "SpanData",
+    "SpanEvent",
+    "SpanRecord",
+    "SpanStatus",
+    "TraceBuilder",
+    "span_data",
+    "split_model",
+]
 
 AttributeValue = str | bool | int | float | tuple[str, ...]
 SpanStatus = Literal["unset", "ok", "error"]
 SpanKind = Literal["internal", "client"]
+EventRecord = tuple[str, float, Mapping[str, AttributeValue]]
+"""A span event as plain data: name, time, attributes."""
+SpanRecord = tuple[
+    str,
+    str | None,
+    str,
+    SpanKind,
+    float,
+    float,
+    dict[str, AttributeValue],
+    list[EventRecord],
+    SpanStatus,
+    str | None,
+    bool,
+]
+"""A finished span as plain data, `SpanData`'s fields in their order (events as tuples).
+
+What the builder makes; `span_data` turns it into a `SpanData`. The export process is sent
+these as they are, so a live run pays for no object per span.
+"""
 
 _PROVIDERS: Final = frozenset({"openai", "anthropic"})
 _LOST: Final = "the process executing the run stopped before this ended"
@@ -109,17 +140,42 @@ class _Open:
     __slots__ = ("attributes", "events", "kind", "name", "parent_id", "span_id", "start")
 
     def __init__(
-        self, span_id: str, parent_id: str | None, name: str, kind: SpanKind, start: float
+        self,
+        span_id: str,
+        parent_id: str | None,
+        name: str,
+        kind: SpanKind,
+        start: float,
+        attributes: dict[str, AttributeValue],
     ) -> None:
         self.span_id = span_id
         self.parent_id = parent_id
         self.name = name
         self.kind: SpanKind = kind
         self.start = start
-        self.attributes: dict[str, AttributeValue] = {}
-        self.events: list[SpanEvent] = []
+        self.attributes = attributes
+        self.events: list[EventRecord] = []
 
 
+def span_data(record: SpanRecord) -> SpanData:
+    """The `SpanData` of a span record."""
+    span_id, parent_id, name, kind, start, end, attributes, events, status, message, done = record
+    return SpanData(
+        span_id=span_id,
+        parent_id=parent_id,
+        name=name,
+        kind=kind,
+        start=start,
+        end=end,
+        attributes=attributes,
+        events=tuple(SpanEvent(name=n, ts=ts, attributes=a) for n, ts, a in events),
+        status=status,
+        status_message=message,
+        finished=done,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
 def split_model(label: str) -> tuple[str, str]:
     """Where a model comes from and its name, as far as its label tells them.
 
@@ -194,13 +250,17 @@ class TraceBuilder:
         self._pause: str | None = None
         self._calls: dict[str, str] = {}
         self._approvals: dict[str, str] = {}
-        self._done: list[SpanData] = []
+        self._done: list[SpanRecord] = []
         self._last_ts = 0.0
         self.ended = False
         """Whether the run span has ended (a terminal event was fed)."""
 
-    def feed(self, event: RunEvent) -> list[SpanData] | tuple[()]:
+    def feed(self, event: RunEvent) -> list[SpanData]:
         """Take the run's next event; returns the spans it finished (children first)."""
+        return [span_data(record) for record in self.feed_records(event)]
+
+    def feed_records(self, event: RunEvent) -> list[SpanRecord] | tuple[()]:
+        """`feed`, the spans as records (what a live exporter sends on)."""
         handler = _HANDLERS.get(type(event.payload))
         if handler is not None:
             handler(self, event, event.payload)
@@ -215,7 +275,7 @@ class TraceBuilder:
         for span_id in reversed(list(self._open)):
             self._end(span_id, self._last_ts, finished=False)
         done, self._done = self._done, []
-        return done
+        return [span_data(record) for record in done]
 
     # ----- the run
 
@@ -243,15 +303,13 @@ class TraceBuilder:
     def _run(self, event: RunEvent, agent: str) -> _Open:
         run = self._open.get("run")
         if run is None:
+            attributes: dict[str, AttributeValue] = {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": agent,
+                "gen_ai.conversation.id": self.run_id,
+            }
             name = f"invoke_agent {agent}"
-            run = self._open["run"] = _Open("run", None, name, "internal", event.ts)
-            run.attributes.update(
-                {
-                    "gen_ai.operation.name": "invoke_agent",
-                    "gen_ai.agent.name": agent,
-                    "gen_ai.conversation.id": self.run_id,
-                }
-            )
+            run = self._open["run"] = _Open("run", None, name, "internal", event.ts, attributes)
         return run
 
     def _ended(self, event: RunEvent, p: RunFinished | RunFailed | RunCancelled) -> None:
@@ -273,7 +331,7 @@ class TraceBuilder:
 
     def _paused(self, event: RunEvent, p: RunPaused) -> None:
         self._end_step(event.ts)
-        self._pause = self._child(event, "pause", parent="run")
+        self._pause = self._child(event, "pause", {}, parent="run").span_id
 
     def _resumed(self, event: RunEvent, p: RunResumed) -> None:
         if self._pause is not None:
@@ -290,8 +348,8 @@ class TraceBuilder:
 
     def _step_started(self, event: RunEvent, p: StepStarted) -> None:
         self._end_step(event.ts)
-        self._step = self._child(event, f"step {p.step}", parent="run")
-        self._open[self._step].attributes["harness.step"] = p.step
+        step = self._child(event, f"step {p.step}", {"harness.step": p.step}, parent="run")
+        self._step = step.span_id
 
     def _end_step(self, ts: float) -> None:
         if self._step is None:
@@ -309,12 +367,13 @@ class TraceBuilder:
         if self._chat is not None:
             self._end(self._chat, event.ts)
         model, provider = split_model(p.model or "model")[1], self._provider(p.model or "model")
-        self._chat = self._child(event, f"chat {model}", kind="client")
-        attributes = self._open[self._chat].attributes
-        attributes["gen_ai.operation.name"] = "chat"
-        attributes["gen_ai.provider.name"] = provider
-        attributes["gen_ai.request.model"] = model
-        attributes["gen_ai.conversation.id"] = self.run_id
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model,
+            "gen_ai.conversation.id": self.run_id,
+        }
+        self._chat = self._child(event, f"chat {model}", attributes, kind="client").span_id
         if p.stream:
             attributes["gen_ai.request.stream"] = True
         if p.request_id:
@@ -354,47 +413,42 @@ class TraceBuilder:
         self._mark(event, self._chat or self._step or "run", attributes)
 
     def _compacted(self, event: RunEvent, p: ContextCompacted) -> None:
-        span_id = self._child(event, f"compact_context {p.tier}", start=self._last_ts or event.ts)
-        span = self._open[span_id]
-        span.attributes.update(
-            {
-                "harness.compaction.tier": p.tier,
-                "harness.compaction.tokens_before": p.tokens_before,
-                "harness.compaction.tokens_after": p.tokens_after,
-                "harness.compaction.messages_removed": p.messages_removed,
-            }
-        )
+        attributes: dict[str, AttributeValue] = {
+            "harness.compaction.tier": p.tier,
+            "harness.compaction.tokens_before": p.tokens_before,
+            "harness.compaction.tokens_after": p.tokens_after,
+            "harness.compaction.messages_removed": p.messages_removed,
+        }
         if p.fallback:
-            span.attributes["harness.compaction.fallback"] = p.fallback
+            attributes["harness.compaction.fallback"] = p.fallback
+        name, start = f"compact_context {p.tier}", self._last_ts or event.ts
+        span = self._child(event, name, attributes, start=start)
         _usage(span, p.usage, zero=False)
-        self._end(span_id, event.ts)
+        self._end(span.span_id, event.ts)
 
     # ----- tools and approvals
 
     def _tool_started(self, event: RunEvent, p: ToolStarted) -> None:
-        span_id = self._tool_span(event, p.tool, p.call_id)
+        span = self._tool_span(event, p.tool, p.call_id)
         if self.capture_content and p.arguments:
-            self._open[span_id].attributes["gen_ai.tool.call.arguments"] = p.arguments
+            span.attributes["gen_ai.tool.call.arguments"] = p.arguments
 
-    def _tool_span(self, event: RunEvent, tool: str, call_id: str) -> str:
-        span_id = self._child(event, f"execute_tool {tool}")
-        self._open[span_id].attributes.update(
-            {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": tool,
-                "gen_ai.tool.call.id": call_id,
-                "gen_ai.tool.type": "function",
-            }
-        )
-        self._calls[call_id] = span_id
-        return span_id
+    def _tool_span(self, event: RunEvent, tool: str, call_id: str) -> _Open:
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "gen_ai.tool.call.id": call_id,
+            "gen_ai.tool.type": "function",
+        }
+        span = self._child(event, f"execute_tool {tool}", attributes)
+        self._calls[call_id] = span.span_id
+        return span
 
     def _tool_completed(self, event: RunEvent, p: ToolCompleted) -> None:
-        span_id = self._calls.pop(p.call_id, None)
-        if span_id is None or span_id not in self._open:
-            span_id = self._tool_span(event, p.tool, p.call_id)
+        span = self._open.get(self._calls.pop(p.call_id, ""))
+        if span is None:
+            span = self._tool_span(event, p.tool, p.call_id)
             del self._calls[p.call_id]
-        span = self._open[span_id]
         # tool_started is written before approvals and before the calls of a step run;
         # the tool itself ran for duration_s up to its completion.
         span.start = max(span.start, event.ts - p.duration_s)
@@ -404,15 +458,18 @@ class TraceBuilder:
         if self.capture_content and p.ok and p.result:
             span.attributes["gen_ai.tool.call.result"] = p.result
         message = p.result if self.capture_content else None
-        self._end(span_id, event.ts, error=None if p.ok else p.status or "error", message=message)
+        error = None if p.ok else p.status or "error"
+        self._end(span.span_id, event.ts, error=error, message=message)
 
     def _approval_requested(self, event: RunEvent, p: ApprovalRequested) -> None:
-        span_id = self._child(event, f"approval {p.tool}", parent=self._calls.get(p.call_id))
-        attributes = self._open[span_id].attributes
-        attributes.update({"gen_ai.tool.name": p.tool, "gen_ai.tool.call.id": p.call_id})
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.tool.name": p.tool,
+            "gen_ai.tool.call.id": p.call_id,
+        }
         if p.reason:
             attributes["harness.approval.reason"] = p.reason
-        self._approvals[p.call_id] = span_id
+        span = self._child(event, f"approval {p.tool}", attributes, self._calls.get(p.call_id))
+        self._approvals[p.call_id] = span.span_id
 
     def _approval_decided(self, event: RunEvent, p: ApprovalDecided) -> None:
         span_id = self._approvals.pop(p.call_id, None)
@@ -438,28 +495,30 @@ class TraceBuilder:
         self,
         event: RunEvent,
         name: str,
-        *,
+        attributes: dict[str, AttributeValue],
         parent: str | None = None,
+        *,
         kind: SpanKind = "internal",
         start: float | None = None,
-    ) -> str:
-        span_id = f"s{event.seq}" if event.seq not in (0, None) else f"s{len(self._open)}x"
-        if span_id in self._open:
-            span_id = f"{span_id}.{len(self._open)}"
-        if "run" not in self._open:
+    ) -> _Open:
+        """A new span under `parent` (the open step, or the run), with `attributes`."""
+        opened = self._open
+        span_id = f"s{event.seq}" if event.seq else f"s{len(opened)}x"
+        if span_id in opened:
+            span_id = f"{span_id}.{len(opened)}"
+        if "run" not in opened:
             self._run(event, "agent")
         owner = parent or self._step or "run"
-        self._open[span_id] = _Open(
-            span_id, owner, name, kind, event.ts if start is None else start
-        )
-        return span_id
+        span = _Open(span_id, owner, name, kind, event.ts if start is None else start, attributes)
+        opened[span_id] = span
+        return span
 
     def _mark(
         self, event: RunEvent, span_id: str, attributes: Mapping[str, AttributeValue]
     ) -> None:
         span = self._open.get(span_id) or self._open.get("run")
         if span is not None:
-            span.events.append(SpanEvent(name=event.type, ts=event.ts, attributes=attributes))
+            span.events.append((event.type, event.ts, attributes))
 
     def _end(
         self,
@@ -477,21 +536,26 @@ class TraceBuilder:
             self._step = None
         elif span_id == self._chat:
             self._chat = None
-        if error is not None:
+        if error is None:
+            status: SpanStatus = "unset"
+            message = None
+        else:
             span.attributes["error.type"] = error
+            status = "error"
+        start = span.start
         self._done.append(
-            SpanData(
-                span_id=span.span_id,
-                parent_id=span.parent_id,
-                name=span.name,
-                kind=span.kind,
-                start=span.start,
-                end=max(ts, span.start),
-                attributes=span.attributes,
-                events=tuple(span.events),
-                status="error" if error is not None else "unset",
-                status_message=message if error is not None else None,
-                finished=finished,
+            (
+                span.span_id,
+                span.parent_id,
+                span.name,
+                span.kind,
+                start,
+                ts if ts > start else start,
+                span.attributes,
+                span.events,
+                status,
+                message,
+                finished,
             )
         )
 

@@ -36,12 +36,13 @@ def peer_rows(results: Path) -> list[tuple[str, float | None, str, float]]:
         return statistics.median(ratios) if ratios else None
 
     bursts = by["harness_durable", "conc"].values()
+    runs = max((int(r["runs"]) for r in bursts), default=1000)
     over_floor = [r["wall_ms"] / r["floor_ms"] for r in bursts]
     cpu = [r["cpu_ms"] / r["runs"] * 1e3 for r in bursts]
     return [
         ("durable run, × the raw durable loop", paired("us_per_run", "seq", "raw_durable"), "×", 5),
         (
-            "1,000 concurrent durable runs, 50 ms model latency, × the 100 ms floor",
+            f"{runs:,} concurrent durable runs, 50 ms model latency, × the 100 ms floor",
             statistics.median(over_floor) if over_floor else None,
             "×",
             2,
@@ -105,6 +106,8 @@ def table(rows: Sequence[tuple[str, float | None, str, float]]) -> str:
 
 
 def _fmt(value: float, unit: str) -> str:
+    if value == int(value):
+        return f"{value:,.0f}{'×' if unit == '×' else ''}"
     if unit == "×":
         return f"{value:.1f}×"
     return f"{value:,.0f}" if value >= 100 else f"{value:.2f}" if value < 10 else f"{value:.1f}"

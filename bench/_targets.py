@@ -83,7 +83,14 @@ def own_rows(takeover: int, queued: int) -> list[tuple[str, float | None, str, f
         ("agent loop alone (no store), per 3-step run, µs", loop["loop_us"], "µs", 60),
         ("memory per in-flight run (Python heap), KiB", run["parked_heap_kib"], "KiB", 20),
         ("memory per in-flight run (RSS), KiB", run["parked_rss_kib"], "KiB", 20),
-        ("longest single commit on the loop during the burst, ms", run["commit_max_ms"], "ms", 2),
+        (
+            "longest single commit on the loop during the burst, ms (p50 "
+            f"{run['commit_p50_ms']:.2f}, p99 {run['commit_p99_ms']:.2f}; its CPU "
+            f"{run['commit_cpu_max_ms']:.2f})",
+            run["commit_max_ms"],
+            "ms",
+            2,
+        ),
         (
             f"takeover of {takeover:,} in-flight runs after their lease expired, s",
             run["takeover_after_lease_s"],

@@ -81,7 +81,7 @@ async def sequential_us(runs: int, home: Path) -> float:
 
 async def concurrent_ms(
     runs: int, latency: float, home: Path
-) -> tuple[float, float, tuple[str, float | None]]:
+) -> tuple[float, float, tuple[str, dict[str, float]]]:
     """Wall ms and RSS growth of a burst, and how long its commits held the loop."""
     async with Harness(
         Settings(home=home), max_concurrent=runs, max_queue=runs + 1, adopt=False
@@ -97,17 +97,19 @@ async def concurrent_ms(
         return wall, rss, commit_times(h.store)
 
 
-def commit_times(store: object) -> tuple[str, float | None]:
-    """`count, p50/p99/max ms` of the commits on the loop (or why there are none), and max."""
+def commit_times(store: object) -> tuple[str, dict[str, float]]:
+    """`count, p50/p99/max ms` of the commits on the loop (or why there are none), as values."""
     stats = getattr(store, "commit_stats", None)
     if stats is None:
-        return "n/a (writes on a writer thread)", None
+        return "n/a (writes on a writer thread)", {}
     s = stats()
     text = (
         f"{s.count} commits, {s.p50_ms:.2f} / {s.p99_ms:.2f} / {s.max_ms:.2f} "
         f"(CPU {s.cpu_p50_ms:.2f} / {s.cpu_p99_ms:.2f} / {s.cpu_max_ms:.2f})"
     )
-    return text, s.max_ms
+    values = {"commit_p50_ms": s.p50_ms, "commit_p99_ms": s.p99_ms, "commit_max_ms": s.max_ms}
+    values.update(commit_cpu_max_ms=s.cpu_max_ms)
+    return text, values
 
 
 async def queued_s(runs: int, concurrency: int, home: Path) -> tuple[float, float]:
@@ -290,8 +292,9 @@ async def _loop(args: argparse.Namespace, home: Path, rows: list[str], values: V
 
 
 async def _burst(args: argparse.Namespace, home: Path, rows: list[str], values: Values) -> None:
-    wall, rss, (commits, longest) = await concurrent_ms(args.concurrent, args.latency, home)
-    values.update(concurrent_wall_ms=wall, burst_rss_mib=rss, commit_max_ms=longest)
+    wall, rss, (commits, times) = await concurrent_ms(args.concurrent, args.latency, home)
+    values.update(times)
+    values.update(concurrent_wall_ms=wall, burst_rss_mib=rss)
     rows += [
         f"{args.concurrent:,} concurrent durable runs, {args.latency * 1e3:.0f} ms model "
         f"latency: wall ms (floor {2 * args.latency * 1e3:.0f}) | {wall:.0f}",

@@ -158,6 +158,10 @@ class ActiveRun:
         self._usage += usage
         self._sink.report_usage(self._usage)
 
+    def _count_calls(self, count: int) -> None:
+        self._usage = self._usage.with_tool_calls(count)
+        self._sink.report_usage(self._usage)
+
     @property
     def steps(self) -> int:
         """Model turns taken so far, a resumed run's earlier ones included."""
@@ -273,7 +277,7 @@ class ActiveRun:
         rerun = tuple(c for c in pending if c.id in not_started or self._runner.repeatable(c))
         ran = await self._runner.run(self._steps, rerun, self._spec.limits)
         if rerun:
-            self._consume(Usage(tool_calls=len(rerun)))
+            self._count_calls(len(rerun))
         outcomes = {o.call.id: o for o in ran}
         for call in pending:
             outcome = outcomes.get(call.id)
@@ -289,7 +293,7 @@ class ActiveRun:
         outcomes = tuple(await self._runner.run(self._steps, runnable, limits)) if runnable else ()
         for outcome in outcomes:
             self.append(outcome.message)
-        self._consume(Usage(tool_calls=len(runnable)))
+        self._count_calls(len(runnable))
         if len(runnable) < len(calls):
             limit = f"it may make at most {limits.max_tool_calls} tool calls"
             self._not_run(calls[len(runnable) :], stop.detail if stop else limit)

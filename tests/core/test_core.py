@@ -28,6 +28,20 @@ def test_usage_adds_up() -> None:
     assert total.total_tokens == 33
 
 
+def test_with_tool_calls_is_adding_only_tool_calls() -> None:
+    usage = Usage(
+        input_tokens=7,
+        output_tokens=5,
+        cached_tokens=2,
+        reasoning_tokens=1,
+        requests=3,
+        tool_calls=4,
+        cost_usd=0.25,
+    )
+    assert usage.with_tool_calls(2) == usage + Usage(tool_calls=2)
+    assert usage.with_tool_calls(2).tool_calls == 6
+
+
 def test_ids_are_unique_and_sort_by_creation() -> None:
     ids = [new_id("run") for _ in range(2000)]
     assert len(set(ids)) == 2000

@@ -209,3 +209,17 @@ def test_counted_prefers_the_reported_count_and_keeps_an_existing_one() -> None:
     assert estimated.tokens_source == "estimated"
     assert counter.counted(reported, reported=7) is reported  # a count is never redone
     assert estimated.content == answer.content
+
+
+@pytest.mark.parametrize("call_id", ["call_01JQ8Z3X4Y5W6V7T8S9R0Q1P2N", "c" * 20_000])
+def test_a_tool_message_counts_its_call_id_without_remembering_it(call_id: str) -> None:
+    # Ids are unique: kept in the cache of short texts, they would evict the prompts.
+    from harness.gateway import tokens
+
+    cache = tokens._estimate_cached  # pyright: ignore[reportPrivateUsage]
+    tokens.estimate_message(Message.tool("call_0", "5", name="add"))
+    before = cache.cache_info().currsize
+    estimate = tokens.estimate_message(Message.tool(call_id, "5", name="add"))
+    assert cache.cache_info().currsize == before
+    expected = tokens.estimate_message(Message.tool("", "5", name="add")) + estimate_text(call_id)
+    assert estimate == expected

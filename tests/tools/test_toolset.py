@@ -378,6 +378,32 @@ async def test_async_tool_timeout_cancels_it(call: Call) -> None:
     assert "smaller or faster step" in text(outcome)
 
 
+async def test_an_async_tools_deadline_counts_its_first_step(call: Call) -> None:
+    # The first step runs before any timer exists; its time still counts against the limit.
+    @tool(timeout=0.2)
+    async def busy_then_waits() -> str:
+        """Works, then waits."""
+        time.sleep(0.3)
+        await asyncio.sleep(0.05)
+        return "done"
+
+    outcome = await run(Toolset([busy_then_waits]), call("busy_then_waits"), Limits())
+    assert outcome.status == "tool_timeout"
+
+
+async def test_an_async_tool_that_waits_gets_what_it_awaited(call: Call) -> None:
+    @tool
+    async def waits(n: int) -> int:
+        """Waits twice, then answers."""
+        await asyncio.sleep(0)
+        future = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(future.set_result, n)
+        return await future + 1
+
+    outcome = await run(Toolset([waits]), call("waits", {"n": 41}), Limits())
+    assert (outcome.status, text(outcome)) == ("ok", "42")
+
+
 async def test_sync_tool_timeout_returns_while_the_thread_lingers(call: Call) -> None:
     release = threading.Event()
 

@@ -158,6 +158,10 @@ class ActiveRun:
         self._usage += usage
         self._sink.report_usage(self._usage)
 
+    def _count_calls(self, count: int) -> None:
+        self._usage = self._usage.with_tool_calls(count)
+        self._sink.report_usage(self._usage)
+
     @property
     def steps(self) -> int:
         """Model turns taken so far, a resumed run's earlier ones included."""
@@ -273,7 +277,7 @@ class ActiveRun:
         rerun = tuple(c for c in pending if c.id in not_started or self._runner.repeatable(c))
         ran = await self._runner.run(self._steps, rerun, self._spec.limits)
         if rerun:
-            self._consume(Usage(tool_calls=len(rerun)))
+            self._count_calls(len(rerun))
         outcomes = {o.call.id: o for o in ran}
         for call in pending:
             outcome = outcomes.get(call.id)
@@ -289,7 +293,7 @@ class ActiveRun:
         outcomes = tuple(await self._runner.run(self._steps, runnable, limits)) if runnable else ()
         for outcome in outcomes:
             self.append(outcome.message)
-        self._consume(Usage(tool_calls=len(runnable)))
+        self._count_calls(len(runnable))
         if len(runnable) < len(calls):
             limit = f"it may make at most {limits.max_tool_calls} tool calls"
             self._not_run(calls[len(runnable) :], stop.detail if stop else limit)
@@ -334,8 +338,10 @@ class ActiveRun:
 
     async def _call_model(self, tools: bool, answer: bool) -> ModelResponse:
         offered = self._toolset.definitions() if tools else ()
+        # Without a window manager the whole conversation goes: no coroutine to await.
+        sent = tuple(self._messages) if self.window is None else await self._fit(offered)
         request = ModelRequest(
-            messages=await self._fit(offered),
+            messages=sent,
             tools=offered,
             settings=self._settings(native=answer and not offered),
             request_id=new_id("req"),
@@ -371,7 +377,9 @@ class ActiveRun:
                 content=summarize(message.content),
                 usage=response.usage,
                 tool_calls=tuple([ToolCallRef(id=c.id, name=c.name) for c in message.tool_calls]),
-                tool_calls_from_text=_from_text(response),
+                tool_calls_from_text=None
+                if response.tool_calls_from_text is None
+                else _from_text(response),
                 duration_s=round(self._clock.monotonic() - started, 6),
                 model=response.profile or self._fell_back_to or self._model.name,
                 prices=response.prices,
@@ -387,7 +395,7 @@ class ActiveRun:
         reported as `context_compacted` and committed at once (a summary was paid for, and
         a resumed run goes on from it), and its summary request counts in the usage.
         """
-        if self.window is None:
+        if self.window is None:  # `_call_model` does not come here then
             return tuple(self._messages)
         prepared = await self.window.prepare(self._messages, tools, summarizer=self._model)
         compaction = prepared.compaction

@@ -35,6 +35,18 @@ class Usage:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
+    def with_tool_calls(self, count: int) -> Usage:
+        """This usage plus `count` tool calls (`self + Usage(tool_calls=count)`, built once)."""
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_tokens=self.cached_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+            requests=self.requests,
+            tool_calls=self.tool_calls + count,
+            cost_usd=self.cost_usd + 0.0,
+        )
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,

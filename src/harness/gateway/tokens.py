@@ -88,6 +88,11 @@ def _estimate_cached(text: str) -> float:
     return _estimate_pieces(text)
 
 
+def _estimate_unique(text: str) -> float:
+    """`estimate_text` of a text seen once (an id): remembering it would only evict others."""
+    return _estimate_pieces(text) if len(text) <= _CACHED_CHARS else estimate_text(text)
+
+
 @functools.cache
 def _unicode_patterns() -> tuple[re.Pattern[str], ...]:
     """Patterns for non-ASCII text, compiled on first use (they take milliseconds)."""
@@ -143,7 +148,7 @@ def estimate_message(message: Message) -> float:
     for call in message.tool_calls:
         total += CALL_OVERHEAD + estimate_text(call.name) + estimate_text(call.arguments)
     if message.tool_call_id:
-        total += estimate_text(message.tool_call_id)
+        total += _estimate_unique(message.tool_call_id)
     if message.provider_data:
         total += estimate_text(json.dumps(message.provider_data, default=str))
     return total

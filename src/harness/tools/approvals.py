@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Final, Protocol, cast
 
 from harness.core.bounds import json_bound_problem
 from harness.core.messages import ToolCall
@@ -93,9 +93,13 @@ class ApprovalPolicy:
                 return PolicyDecision(decision=rule.decision, source="rule", reason=rule.reason)
         if call.name in self.tools:
             return PolicyDecision(decision=self.tools[call.name], source="agent")
-        if spec is None:
-            return PolicyDecision(decision="auto", source="tool")
+        if spec is None or spec.approval == "auto":
+            return _AUTO_BY_TOOL
         return PolicyDecision(decision=spec.approval, source="tool", reason=_tool_reason(spec))
+
+
+_AUTO_BY_TOOL: Final = PolicyDecision(decision="auto", source="tool")
+"""The decision on most calls: the tool runs on its own (shared: it is frozen)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,16 @@ import asyncio
 import inspect
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import types
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
@@ -346,18 +355,59 @@ def _too_deep() -> Violation:
 async def _invoke(
     function: Callable[..., Any], kwargs: dict[str, Any], limit_s: float, *, is_async: bool
 ) -> Any:
-    """Call the tool with a deadline; sync tools run in a worker thread."""
-    scope = asyncio.timeout(limit_s)
+    """Call the tool with a deadline; sync tools run in a worker thread.
+
+    An async tool's first step runs at once, in the caller's task: one that finishes
+    without waiting (most pure tools) needs no timer at all. One that waits goes on under
+    a deadline counted from before its first step, so the step's own time counts too.
+    """
+    if not is_async:
+        return await _bounded(asyncio.timeout(limit_s), _in_thread(function, kwargs))
+    deadline = asyncio.get_running_loop().time() + limit_s
+    coroutine = function(**kwargs)
+    try:
+        waiting_on = coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    return await _bounded(asyncio.timeout_at(deadline), _resume(coroutine, waiting_on))
+
+
+async def _in_thread(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    result = await asyncio.to_thread(function, **kwargs)
+    return await result if inspect.isawaitable(result) else result
+
+
+async def _bounded(scope: asyncio.Timeout, work: Awaitable[Any]) -> Any:
+    """Await `work` within `scope`; its expiry becomes `_TimedOut`."""
     try:
         async with scope:
-            if is_async:
-                return await function(**kwargs)
-            result = await asyncio.to_thread(function, **kwargs)
-            return await result if inspect.isawaitable(result) else result
+            return await work
     except TimeoutError:
         if scope.expired():
             raise _TimedOut from None
         raise
+
+
+@types.coroutine
+def _resume(coroutine: Coroutine[Any, Any, Any], waiting_on: Any) -> Generator[Any, Any, Any]:
+    """Go on with a coroutine that yielded `waiting_on`, as if the task awaited it itself.
+
+    What the task sends or throws in (a cancellation) reaches the coroutine, and what it
+    yields reaches the task: the rest of the coroutine runs exactly as under `await`.
+    """
+    while True:
+        try:
+            sent = yield waiting_on
+        except BaseException as exc:  # a cancellation, or the generator closed
+            try:
+                waiting_on = coroutine.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                waiting_on = coroutine.send(sent)
+            except StopIteration as done:
+                return done.value
 
 
 def _is_async(function: Callable[..., Any]) -> bool:

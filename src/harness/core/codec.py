@@ -215,7 +215,7 @@ def _fields_to_dict(obj: object) -> dict[str, Any]:
 
 
 def _to_json(value: Any) -> Any:
-    kind = type(value)
+    kind: type = type(value)
     if kind is tuple:  # the common cases by identity first, then the general ones
         return [item if type(item) in _PLAIN else _to_json(item) for item in value]
     if isinstance(value, Usage):

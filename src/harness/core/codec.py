@@ -215,14 +215,13 @@ def _fields_to_dict(obj: object) -> dict[str, Any]:
 
 
 def _to_json(value: Any) -> Any:
-    kind: type = type(value)
-    if kind is tuple:  # the common cases by identity first, then the general ones
+    if value.__class__ is tuple:  # the common cases by identity first, then the general ones
         return [item if type(item) in _PLAIN else _to_json(item) for item in value]
     if isinstance(value, Usage):
         return usage_to_dict(value)
     if isinstance(value, tuple):
         return [_to_json(item) for item in cast(tuple[Any, ...], value)]
-    if hasattr(kind, "__dataclass_fields__"):  # an instance of a dataclass, not a class
+    if hasattr(value.__class__, "__dataclass_fields__"):  # an instance of a dataclass, not a class
         return _fields_to_dict(value)
     if isinstance(value, Mapping):
         return dict(cast(Mapping[str, Any], value))

@@ -35,6 +35,7 @@ __all__ = [
     "encode_message",
     "encode_payload",
     "encode_usage",
+    "event_body",
     "event_from_body",
     "message_from_body",
     "run_from_row",
@@ -84,20 +85,32 @@ def encode_event(event: RunEvent, payload: dict[str, Any] | None = None) -> str:
     Raises:
         ConfigError: Unknown event type, or a payload that is not JSON-compatible.
     """
-    what = f"the payload of event {event.type} of run {event.run_id}"
-    if payload is None:
-        if event.type not in EVENT_TYPES:
-            raise ConfigError(f"unknown event type {event.type!r} (run {event.run_id})")
-        return encode(event_to_dict(event), what)
+    if payload is not None:
+        return event_body(event.run_id, event.seq, event.ts, event.payload.type, payload)
+    if event.type not in EVENT_TYPES:
+        raise ConfigError(f"unknown event type {event.type!r} (run {event.run_id})")
+    return encode(event_to_dict(event), f"the payload of event {event.type} of run {event.run_id}")
+
+
+def event_body(run_id: str, seq: int, ts: float, kind: str, payload: dict[str, Any]) -> str:
+    """The stored body of an event around its `encode_payload` (`event_to_dict`'s envelope).
+
+    Raises:
+        ConfigError: The payload is not JSON-compatible.
+    """
     envelope = {
         "v": SCHEMA_VERSION,
-        "run_id": event.run_id,
-        "seq": event.seq,
-        "ts": event.ts,
-        "type": event.type,
+        "run_id": run_id,
+        "seq": seq,
+        "ts": ts,
+        "type": kind,
         "payload": payload,
-    }  # `event_to_dict`'s envelope, around a payload encoded outside the transaction
-    return encode(envelope, what)
+    }
+    try:
+        return dumps(envelope)
+    except (TypeError, ValueError) as exc:  # named only when it fails: this runs per event
+        what = f"the payload of event {kind} of run {run_id}"
+        raise ConfigError(f"{what} is not JSON-compatible: {exc}") from exc
 
 
 def encode_payload(payload: EventPayload, run_id: str) -> dict[str, Any]:
@@ -122,7 +135,11 @@ def encode_message(message: Message, run_id: str) -> str:
     Raises:
         ConfigError: A field holds something JSON cannot represent.
     """
-    return encode(message_to_dict(message), f"a {message.role} message of run {run_id}")
+    try:
+        return dumps(message_to_dict(message))
+    except (TypeError, ValueError) as exc:  # named only when it fails: this runs per message
+        what = f"a {message.role} message of run {run_id}"
+        raise ConfigError(f"{what} is not JSON-compatible: {exc}") from exc
 
 
 def message_from_body(body: str) -> Message:

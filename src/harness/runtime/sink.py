@@ -30,6 +30,10 @@ LIVE_ONLY: tuple[type[EventPayload], ...] = (ModelDelta,)
 """Events published to subscribers but not stored (seq 0): the final message holds the
 same text."""
 
+_PAID_FOR: tuple[type[EventPayload], ...] = (ModelResponded, ContextCompacted)
+"""Events of a model call (a summary is paid for too): the next model call waits for them
+to commit."""
+
 _STATE_AFTER: Mapping[type[EventPayload], str] = {
     RunWaiting: RunState.WAITING_TOOL,
     ApprovalDecided: RunState.RUNNING,
@@ -87,7 +91,7 @@ class StoreSink:
             return
         self._events.append(NewEvent(payload=payload, ts=now))
         self._state = _STATE_AFTER.get(type(payload), self._state)
-        if isinstance(payload, ModelResponded | ContextCompacted):  # a summary is paid for too
+        if isinstance(payload, _PAID_FOR):
             self._unsaved_reply = True
 
     def report_usage(self, total: Usage) -> None:
@@ -138,7 +142,8 @@ class StoreSink:
             return
         if update is None and (self._state or self._usage_changed):
             update = RunUpdate(state=self._state, usage=self.usage)
-        events, messages, audit = list(self._events), list(self._messages), list(self._audit)
+        # Tuples: the store keeps its own copy of a step, and a tuple's copy is itself.
+        events, messages, audit = tuple(self._events), tuple(self._messages), tuple(self._audit)
         blobs = dict(self._blobs)
         written = await self._store.append(
             StepWrite(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
 from harness.core.codec import (
@@ -34,6 +34,7 @@ __all__ = [
     "encode_event",
     "encode_message",
     "encode_payload",
+    "encode_payloads",
     "encode_usage",
     "event_body",
     "event_from_body",
@@ -122,6 +123,18 @@ def encode_payload(payload: EventPayload, run_id: str) -> dict[str, Any]:
     if payload.type not in EVENT_TYPES:
         raise ConfigError(f"unknown event type {payload.type!r} (run {run_id})")
     return payload_to_dict(payload)
+
+
+def encode_payloads(payloads: Sequence[EventPayload], run_id: str) -> tuple[dict[str, Any], ...]:
+    """`encode_payload` of each payload, in one loop: a step's events pass here.
+
+    Raises:
+        ConfigError: Unknown event type.
+    """
+    for payload in payloads:
+        if payload.type not in EVENT_TYPES:
+            raise ConfigError(f"unknown event type {payload.type!r} (run {run_id})")
+    return tuple([payload_to_dict(payload) for payload in payloads])
 
 
 def event_from_body(body: str) -> RunEvent:

@@ -18,7 +18,7 @@ from harness.errors import ConfigError
 from harness.store._notices import notify
 from harness.store._rows import (
     encode_message,
-    encode_payload,
+    encode_payloads,
     encode_usage,
     event_body,
     event_from_body,
@@ -80,9 +80,9 @@ def encode_step(run_id: str, events: Sequence[NewEvent], messages: Sequence[Mess
     Raises:
         ConfigError: An unknown event type, or a message that is not JSON-compatible.
     """
-    payloads = [encode_payload(new.payload, run_id) for new in events] if events else ()
-    bodies = [encode_message(m, run_id) for m in messages] if messages else ()
-    return Encoded(payloads=tuple(payloads), messages=tuple(bodies))
+    payloads = encode_payloads([new.payload for new in events], run_id) if events else ()
+    bodies = tuple([encode_message(m, run_id) for m in messages]) if messages else ()
+    return Encoded(payloads=payloads, messages=bodies)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,15 +242,17 @@ def _insert(
     run_id = step.run_id
     if encoded is None:
         encoded = encode_step(run_id, step.events, step.messages)
-    events: list[RunEvent] = []
-    if step.events:
-        rows: list[tuple[object, ...]] = []
-        seq = before.last_seq
-        for new, payload in zip(step.events, encoded.payloads, strict=True):
-            seq += 1
-            ts, kind = now if new.ts is None else new.ts, new.payload.type
-            events.append(RunEvent(run_id=run_id, seq=seq, ts=ts, payload=new.payload))
-            rows.append((run_id, seq, ts, kind, event_body(run_id, seq, ts, kind, payload)))
+    first = before.last_seq + 1
+    events = [
+        RunEvent(run_id=run_id, seq=seq, ts=now if new.ts is None else new.ts, payload=new.payload)
+        for seq, new in enumerate(step.events, start=first)
+    ]
+    if events:
+        rows = [
+            (run_id, e.seq, e.ts, kind, event_body(run_id, e.seq, e.ts, kind, p))
+            for e, p in zip(events, encoded.payloads, strict=True)
+            for kind in (e.payload.type,)
+        ]
         insert_rows(db, "INSERT INTO events (run_id, seq, ts, type, body)", rows)
         notify(db, d, "events", run_id)
     if step.messages:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
 from harness.core.events import (
@@ -29,6 +30,11 @@ __all__ = ["LIVE_ONLY", "StoreSink"]
 LIVE_ONLY: tuple[type[EventPayload], ...] = (ModelDelta,)
 """Events published to subscribers but not stored (seq 0): the final message holds the
 same text."""
+
+_AUDIT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(AuditRecord))
+_audit_values = attrgetter(*_AUDIT_KEYS)
+"""An audit record's values, in the order of `AuditRecord.to_json` (whose keys are its fields),
+read in one call: the same dict as parsing that JSON, without writing and parsing it."""
 
 _PAID_FOR: tuple[type[EventPayload], ...] = (ModelResponded, ContextCompacted)
 """Events of a model call (a summary is paid for too): the next model call waits for them
@@ -101,7 +107,7 @@ class StoreSink:
 
     def record(self, entry: AuditRecord) -> None:
         """Keep one audit record; it commits with the step (the sink is an `AuditLog`)."""
-        self._audit.append(json.loads(entry.to_json()))
+        self._audit.append(dict(zip(_AUDIT_KEYS, _audit_values(entry), strict=True)))
 
     def blob(self, key: str, text: str) -> None:
         """Keep one large text (a full tool result) for the next commit."""

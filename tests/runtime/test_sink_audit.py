@@ -31,6 +31,8 @@ async def test_stored_audit_record_is_its_json(tmp_path: Path) -> None:
 
     assert len(stored) == 1
     record = AuditRecord.from_json(json.dumps(stored[0]))
-    assert record.tool == "shout" and record.approved and record.status == "ok"
+    assert record.tool == "shout"
+    assert record.approved
+    assert record.status == "ok"
     assert json.loads(record.to_json()) == stored[0]
     assert list(stored[0]) == list(json.loads(record.to_json()))  # the same keys, in order

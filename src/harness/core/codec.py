@@ -11,6 +11,7 @@ import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from operator import attrgetter
 from typing import Any, Final, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 import orjson
@@ -62,10 +63,19 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         out["tool_calls"] = [
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
         ]
-    for key in ("tool_call_id", "name", "reasoning", "tokens", "tokens_source", "provider_data"):
-        value = getattr(message, key)
-        if value is not None:
-            out[key] = value
+    # Each field by name, not by `getattr` in a loop: every message of every run passes here.
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        out["name"] = message.name
+    if message.reasoning is not None:
+        out["reasoning"] = message.reasoning
+    if message.tokens is not None:
+        out["tokens"] = message.tokens
+    if message.tokens_source is not None:
+        out["tokens_source"] = message.tokens_source
+    if message.provider_data is not None:
+        out["provider_data"] = message.provider_data
     return out
 
 
@@ -175,33 +185,43 @@ def _payload(kind: Any, data: Any) -> EventPayload:
 _PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 _Omit = Callable[[Any, Any], bool]
 _Decoder = Callable[[Any], Any]
+_Values = Callable[[Any], tuple[Any, ...]]
 
 
 @cache
-def _encoding(cls: type) -> tuple[tuple[str, _Omit | None], ...]:
-    """The keys of `cls`'s JSON, in order, each with its leave-out rule."""
-    return tuple(
+def _encoding(cls: type) -> tuple[tuple[tuple[str, _Omit | None], ...], _Values]:
+    """The keys of `cls`'s JSON, in order, each with its leave-out rule.
+
+    With them, a function that reads their values from an instance in one call.
+    """
+    keys = tuple(
         (f.name, f.metadata.get(OMIT_WHEN))
         for f in dataclasses.fields(cls)
         if PRESENCE_OF not in f.metadata
     )
+    names = [name for name, _ in keys]
+    if len(names) > 1:
+        return keys, attrgetter(*names)
+    return keys, lambda obj: tuple(getattr(obj, name) for name in names)
 
 
 def _fields_to_dict(obj: object) -> dict[str, Any]:
+    keys, values = _encoding(type(obj))
     out: dict[str, Any] = {}
-    for name, omit in _encoding(type(obj)):
-        value = getattr(obj, name)
+    for (name, omit), value in zip(keys, values(obj), strict=True):
         if omit is None or not omit(obj, value):
             out[name] = value if type(value) in _PLAIN else _to_json(value)
     return out
 
 
 def _to_json(value: Any) -> Any:
+    if value.__class__ is tuple:  # the common cases by identity first, then the general ones
+        return [item if type(item) in _PLAIN else _to_json(item) for item in value]
     if isinstance(value, Usage):
         return usage_to_dict(value)
     if isinstance(value, tuple):
         return [_to_json(item) for item in cast(tuple[Any, ...], value)]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if hasattr(value.__class__, "__dataclass_fields__"):  # an instance of a dataclass, not a class
         return _fields_to_dict(value)
     if isinstance(value, Mapping):
         return dict(cast(Mapping[str, Any], value))

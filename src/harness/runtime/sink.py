@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
 from harness.core.events import (
@@ -29,6 +30,15 @@ __all__ = ["LIVE_ONLY", "StoreSink"]
 LIVE_ONLY: tuple[type[EventPayload], ...] = (ModelDelta,)
 """Events published to subscribers but not stored (seq 0): the final message holds the
 same text."""
+
+_AUDIT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(AuditRecord))
+_audit_values = attrgetter(*_AUDIT_KEYS)
+"""An audit record's values, in the order of `AuditRecord.to_json` (whose keys are its fields),
+read in one call: the same dict as parsing that JSON, without writing and parsing it."""
+
+_PAID_FOR: tuple[type[EventPayload], ...] = (ModelResponded, ContextCompacted)
+"""Events of a model call (a summary is paid for too): the next model call waits for them
+to commit."""
 
 _STATE_AFTER: Mapping[type[EventPayload], str] = {
     RunWaiting: RunState.WAITING_TOOL,
@@ -87,7 +97,7 @@ class StoreSink:
             return
         self._events.append(NewEvent(payload=payload, ts=now))
         self._state = _STATE_AFTER.get(type(payload), self._state)
-        if isinstance(payload, ModelResponded | ContextCompacted):  # a summary is paid for too
+        if isinstance(payload, _PAID_FOR):
             self._unsaved_reply = True
 
     def report_usage(self, total: Usage) -> None:
@@ -138,7 +148,8 @@ class StoreSink:
             return
         if update is None and (self._state or self._usage_changed):
             update = RunUpdate(state=self._state, usage=self.usage)
-        events, messages, audit = list(self._events), list(self._messages), list(self._audit)
+        # Tuples: the store keeps its own copy of a step, and a tuple's copy is itself.
+        events, messages, audit = tuple(self._events), tuple(self._messages), tuple(self._audit)
         blobs = dict(self._blobs)
         written = await self._store.append(
             StepWrite(
@@ -163,9 +174,6 @@ class StoreSink:
             self._bus.publish(event)
 
 
-_AUDIT_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(AuditRecord))
-
-
 def _audit_row(entry: AuditRecord) -> dict[str, Any]:
     """The record as the store keeps it: its fields, all plain JSON values."""
-    return {name: getattr(entry, name) for name in _AUDIT_FIELDS}
+    return dict(zip(_AUDIT_KEYS, _audit_values(entry), strict=True))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
 from harness.core.codec import (
@@ -34,7 +34,9 @@ __all__ = [
     "encode_event",
     "encode_message",
     "encode_payload",
+    "encode_payloads",
     "encode_usage",
+    "event_body",
     "event_from_body",
     "message_from_body",
     "run_from_row",
@@ -84,20 +86,32 @@ def encode_event(event: RunEvent, payload: dict[str, Any] | None = None) -> str:
     Raises:
         ConfigError: Unknown event type, or a payload that is not JSON-compatible.
     """
-    what = f"the payload of event {event.type} of run {event.run_id}"
-    if payload is None:
-        if event.type not in EVENT_TYPES:
-            raise ConfigError(f"unknown event type {event.type!r} (run {event.run_id})")
-        return encode(event_to_dict(event), what)
+    if payload is not None:
+        return event_body(event.run_id, event.seq, event.ts, event.payload.type, payload)
+    if event.type not in EVENT_TYPES:
+        raise ConfigError(f"unknown event type {event.type!r} (run {event.run_id})")
+    return encode(event_to_dict(event), f"the payload of event {event.type} of run {event.run_id}")
+
+
+def event_body(run_id: str, seq: int, ts: float, kind: str, payload: dict[str, Any]) -> str:
+    """The stored body of an event around its `encode_payload` (`event_to_dict`'s envelope).
+
+    Raises:
+        ConfigError: The payload is not JSON-compatible.
+    """
     envelope = {
         "v": SCHEMA_VERSION,
-        "run_id": event.run_id,
-        "seq": event.seq,
-        "ts": event.ts,
-        "type": event.type,
+        "run_id": run_id,
+        "seq": seq,
+        "ts": ts,
+        "type": kind,
         "payload": payload,
-    }  # `event_to_dict`'s envelope, around a payload encoded outside the transaction
-    return encode(envelope, what)
+    }
+    try:
+        return dumps(envelope)
+    except (TypeError, ValueError) as exc:  # named only when it fails: this runs per event
+        what = f"the payload of event {kind} of run {run_id}"
+        raise ConfigError(f"{what} is not JSON-compatible: {exc}") from exc
 
 
 def encode_payload(payload: EventPayload, run_id: str) -> dict[str, Any]:
@@ -111,6 +125,18 @@ def encode_payload(payload: EventPayload, run_id: str) -> dict[str, Any]:
     return payload_to_dict(payload)
 
 
+def encode_payloads(payloads: Sequence[EventPayload], run_id: str) -> tuple[dict[str, Any], ...]:
+    """`encode_payload` of each payload, in one loop: a step's events pass here.
+
+    Raises:
+        ConfigError: Unknown event type.
+    """
+    for payload in payloads:
+        if payload.type not in EVENT_TYPES:
+            raise ConfigError(f"unknown event type {payload.type!r} (run {run_id})")
+    return tuple([payload_to_dict(payload) for payload in payloads])
+
+
 def event_from_body(body: str) -> RunEvent:
     """The event stored as `body`."""
     return event_from_dict(loads(body))
@@ -122,7 +148,11 @@ def encode_message(message: Message, run_id: str) -> str:
     Raises:
         ConfigError: A field holds something JSON cannot represent.
     """
-    return encode(message_to_dict(message), f"a {message.role} message of run {run_id}")
+    try:
+        return dumps(message_to_dict(message))
+    except (TypeError, ValueError) as exc:  # named only when it fails: this runs per message
+        what = f"a {message.role} message of run {run_id}"
+        raise ConfigError(f"{what} is not JSON-compatible: {exc}") from exc
 
 
 def message_from_body(body: str) -> Message:

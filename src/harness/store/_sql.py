@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Final, Protocol
 
 from harness.store.errors import StoreError
@@ -106,13 +107,26 @@ def insert_rows(db: Db, head: str, rows: Sequence[Sequence[object]], tail: str =
     One multi-row INSERT costs one round trip, where psycopg's `executemany` costs several.
     On a `Batch`, plain inserts (no `tail`) wait to be sent together with other writes'.
     """
-    if isinstance(db, Batch) and not tail:
+    if not tail and type(db) is Batch:
         db.defer(head, rows)
         return
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start : start + _ROWS_PER_INSERT]
-        values = ", ".join([f"({marks(len(chunk[0]))})"] * len(chunk))
-        db.execute(f"{head} VALUES {values}{tail}", [value for row in chunk for value in row])
+        values = _values(len(chunk[0]), len(chunk))
+        db.execute(f"{head} VALUES {values}{tail}", list(chain.from_iterable(chunk)))
+
+
+_VALUES: dict[tuple[int, int], str] = {}
+"""`(?, ?), (?, ?)` by columns and rows: the same few shapes come back on every write."""
+
+
+def _values(columns: int, rows: int) -> str:
+    text = _VALUES.get((columns, rows))
+    if text is None:
+        if len(_VALUES) >= 4096:
+            _VALUES.clear()
+        text = _VALUES[columns, rows] = ", ".join([f"({marks(columns)})"] * rows)
+    return text
 
 
 class Batch:
@@ -128,7 +142,6 @@ class Batch:
     def __init__(self, db: Db) -> None:
         self._db = db
         self._pending: dict[str, list[Sequence[object]]] = {}
-        self._tables: dict[str, str] = {}
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> None:
         """Run one statement, after the rows it could read."""
@@ -150,9 +163,11 @@ class Batch:
 
     def defer(self, head: str, rows: Sequence[Sequence[object]]) -> None:
         """Keep `rows` for `head` (`INSERT INTO table (columns)`) until the next flush."""
-        if head not in self._tables:
-            self._tables[head] = head.split()[2]
-        self._pending.setdefault(head, []).extend(rows)
+        pending = self._pending.get(head)
+        if pending is None:
+            self._pending[head] = list(rows)
+        else:
+            pending.extend(rows)
 
     def flush(self) -> None:
         """Send every waiting row."""
@@ -161,8 +176,21 @@ class Batch:
             insert_rows(self._db, head, rows)
 
     def _flush_for(self, sql: str) -> None:
-        if self._pending and any(_names(sql, self._tables[head]) for head in self._pending):
+        if self._pending and any(_names(sql, _table(head)) for head in self._pending):
             self.flush()
+
+
+_TABLES: dict[str, str] = {}
+"""The table of each `INSERT INTO table (columns)` head: a handful of distinct ones."""
+
+
+def _table(head: str) -> str:
+    table = _TABLES.get(head)
+    if table is None:
+        if len(_TABLES) >= 4096:
+            _TABLES.clear()
+        table = _TABLES[head] = head.split()[2]
+    return table
 
 
 _NAMED: dict[tuple[str, str], bool] = {}

@@ -17,10 +17,10 @@ from harness.core.usage import Usage
 from harness.errors import ConfigError
 from harness.store._notices import notify
 from harness.store._rows import (
-    encode_event,
     encode_message,
-    encode_payload,
+    encode_payloads,
     encode_usage,
+    event_body,
     event_from_body,
     wrap,
 )
@@ -49,6 +49,15 @@ __all__ = [
 
 
 _NO_USAGE = encode_usage(Usage())
+_RUN_FIELDS = (
+    "run_id, agent, state, task, parent_run_id, model, priority, task_type, created_at, "
+    "updated_at, started_at, usage, metadata, owner, lease_expires_at, last_seq, "
+    "last_message, trace_parent, experiment, variant"
+)
+_CREATE_RUN = (
+    f"INSERT INTO runs ({_RUN_FIELDS}) VALUES ({marks(_RUN_FIELDS.count(',') + 1)}) "
+    "ON CONFLICT (run_id) DO NOTHING RETURNING 1"
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -71,10 +80,9 @@ def encode_step(run_id: str, events: Sequence[NewEvent], messages: Sequence[Mess
     Raises:
         ConfigError: An unknown event type, or a message that is not JSON-compatible.
     """
-    return Encoded(
-        payloads=tuple(encode_payload(new.payload, run_id) for new in events),
-        messages=tuple(encode_message(m, run_id) for m in messages),
-    )
+    payloads = encode_payloads([new.payload for new in events], run_id) if events else ()
+    bodies = tuple([encode_message(m, run_id) for m in messages]) if messages else ()
+    return Encoded(payloads=payloads, messages=bodies)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,36 +106,34 @@ def create_run(
     if run.owner is not None and run.lease_s is None:
         raise ConfigError(f"run {run.run_id} is created with an owner but no lease_s")
     state = check_state(run.run_id, run.state)
-    if db.query("SELECT 1 FROM runs WHERE run_id = ?", (run.run_id,)):
-        raise StoreConflict(f"run {run.run_id} already exists")
     lease = now + run.lease_s if run.owner is not None and run.lease_s is not None else None
     started = now if state == RunState.RUNNING else None
     metadata = _metadata(run.run_id, run.metadata)
-    row = {
-        "run_id": run.run_id,
-        "agent": run.agent,
-        "state": state,
-        "task": run.task,
-        "parent_run_id": run.parent_run_id,
-        "model": run.model,
-        "priority": run.priority,
-        "task_type": run.task_type,
-        "created_at": now,
-        "updated_at": now,
-        "started_at": started,
-        "usage": _NO_USAGE,
-        "metadata": metadata,
-        "owner": run.owner,
-        "lease_expires_at": lease,
-        "last_seq": len(events),
-        "last_message": len(messages),
-        "trace_parent": run.trace_parent,
-        "experiment": run.experiment,
-        "variant": run.variant,
-    }
-    db.execute(
-        f"INSERT INTO runs ({', '.join(row)}) VALUES ({marks(len(row))})", tuple(row.values())
+    row = (  # in the order of `_RUN_FIELDS`
+        run.run_id,
+        run.agent,
+        state,
+        run.task,
+        run.parent_run_id,
+        run.model,
+        run.priority,
+        run.task_type,
+        now,
+        now,
+        started,
+        _NO_USAGE,
+        metadata,
+        run.owner,
+        lease,
+        len(events),
+        len(messages),
+        run.trace_parent,
+        run.experiment,
+        run.variant,
     )
+    # The key refuses a second run of the same id: no row back, and nothing written.
+    if not db.query(_CREATE_RUN, row):
+        raise StoreConflict(f"run {run.run_id} already exists")
     step = StepWrite(run_id=run.run_id, events=events, messages=messages)
     return _insert(db, d, step, _Counters(last_seq=0, last_message=0), now, encoded)
 
@@ -236,24 +242,18 @@ def _insert(
     run_id = step.run_id
     if encoded is None:
         encoded = encode_step(run_id, step.events, step.messages)
+    first = before.last_seq + 1
     events = [
-        RunEvent(
-            run_id=run_id,
-            seq=before.last_seq + i,
-            ts=now if new.ts is None else new.ts,
-            payload=new.payload,
-        )
-        for i, new in enumerate(step.events, start=1)
+        RunEvent(run_id=run_id, seq=seq, ts=now if new.ts is None else new.ts, payload=new.payload)
+        for seq, new in enumerate(step.events, start=first)
     ]
     if events:
-        insert_rows(
-            db,
-            "INSERT INTO events (run_id, seq, ts, type, body)",
-            [
-                (run_id, e.seq, e.ts, e.type, encode_event(e, payload))
-                for e, payload in zip(events, encoded.payloads, strict=True)
-            ],
-        )
+        rows = [
+            (run_id, e.seq, e.ts, kind, event_body(run_id, e.seq, e.ts, kind, p))
+            for e, p in zip(events, encoded.payloads, strict=True)
+            for kind in (e.payload.type,)
+        ]
+        insert_rows(db, "INSERT INTO events (run_id, seq, ts, type, body)", rows)
         notify(db, d, "events", run_id)
     if step.messages:
         _insert_messages(db, run_id, before.last_message, step.messages, encoded.messages, now)
@@ -322,11 +322,18 @@ def _update_fields(
     if update.result_data is not None:
         sets.append("result_data = ?")
         params.append(wrap(update.result_data, f"the result of run {run_id}"))
-    for name in ("result", "termination", "error", "model"):
-        value = getattr(update, name)
-        if value is not None:
-            sets.append(f"{name} = ?")
-            params.append(value)
+    if update.result is not None:
+        sets.append("result = ?")
+        params.append(update.result)
+    if update.termination is not None:
+        sets.append("termination = ?")
+        params.append(update.termination)
+    if update.error is not None:
+        sets.append("error = ?")
+        params.append(update.error)
+    if update.model is not None:
+        sets.append("model = ?")
+        params.append(update.model)
 
 
 def check_state(run_id: str, state: str) -> str:
@@ -359,11 +366,14 @@ def with_state(step: StepWrite, state: str) -> StepWrite:
 
 def snapshot(step: StepWrite) -> StepWrite:
     """`step` with its own copies of the caller's lists, so that later changes miss it."""
-    return replace(
-        step,
+    return StepWrite(  # every field by name, not `replace`: this runs for every step
+        run_id=step.run_id,
         events=tuple(step.events),
         messages=tuple(step.messages),
         blobs=dict(step.blobs),
         audit=tuple(step.audit),
+        update=step.update,
         expect_states=None if step.expect_states is None else frozenset(step.expect_states),
+        owner=step.owner,
+        key=step.key,
     )

@@ -16,6 +16,7 @@ from harness.agent.strategies import strategy_names
 from harness.core.ids import check_task_type
 from harness.errors import ConfigError
 from harness.runtime._agents_config import Overrides
+from harness.tools.approvals import ApprovalPolicy, ApprovalRule
 from harness.tools.spec import Approval
 
 __all__ = ["AgentEntry", "ExperimentEntry", "TaskTypeEntry", "check_labels"]
@@ -52,6 +53,8 @@ class LimitsEntry(BaseModel):
 
 
 class _RuleEntry(BaseModel):
+    """One `[[approvals.rules]]` entry."""
+
     model_config = ConfigDict(extra="forbid")
     tool: str = "*"
     decision: Approval = "ask"
@@ -59,12 +62,19 @@ class _RuleEntry(BaseModel):
     reason: str | None = None
 
 
-class AgentApprovalsEntry(BaseModel):
-    """An agent's `approvals` table, as `[approvals]`."""
+class ApprovalsEntry(BaseModel):
+    """An `[approvals]` table (or an agent's): per-tool decisions and rules on arguments."""
 
     model_config = ConfigDict(extra="forbid")
     tools: dict[str, Approval] = {}
     rules: list[_RuleEntry] = []
+
+    def policy(self) -> ApprovalPolicy:
+        """The table as an `ApprovalPolicy` (a bad rule raises `ConfigError`)."""
+        return ApprovalPolicy(
+            rules=tuple(ApprovalRule(**rule.model_dump()) for rule in self.rules),
+            tools=dict(self.tools),
+        )
 
 
 class AgentEntry(BaseModel):
@@ -82,7 +92,7 @@ class AgentEntry(BaseModel):
     limits: LimitsEntry = LimitsEntry()
     output_schema: str | None = Field(default=None, min_length=1)
     completion_check: str | None = Field(default=None, min_length=1)
-    approvals: AgentApprovalsEntry | None = None
+    approvals: ApprovalsEntry | None = None
     workspace: str | None = Field(default=None, min_length=1)
     network: bool = False
     allow_unsandboxed: bool = False

@@ -16,8 +16,13 @@ from harness.core.usage import Limits
 from harness.gateway.pricing import Prices
 from harness.gateway.profiles import DEFAULT_PROFILE, ModelProfile
 from harness.observability.config import TraceSettings
-from harness.runtime._config_agents import AgentEntry, ExperimentEntry, TaskTypeEntry, check_labels
-from harness.tools.approvals import ApprovalPolicy, ApprovalRule
+from harness.runtime._config_agents import (
+    AgentEntry,
+    ApprovalsEntry,
+    ExperimentEntry,
+    TaskTypeEntry,
+    check_labels,
+)
 from harness.tools.mcp import MCPServerConfig
 from harness.tools.spec import Approval, SideEffects
 
@@ -214,31 +219,6 @@ class _MCPServerEntry(BaseModel):
         )
 
 
-class _RuleEntry(BaseModel):
-    """One `[[approvals.rules]]` entry."""
-
-    model_config = ConfigDict(extra="forbid")
-    tool: str = "*"
-    decision: Approval = "ask"
-    when: dict[str, str] = {}
-    reason: str | None = None
-
-
-class _ApprovalsEntry(BaseModel):
-    """The `[approvals]` table: per-tool decisions and rules on arguments."""
-
-    model_config = ConfigDict(extra="forbid")
-    tools: dict[str, Approval] = {}
-    rules: list[_RuleEntry] = []
-
-    def policy(self) -> ApprovalPolicy:
-        """The table as an `ApprovalPolicy`."""
-        return ApprovalPolicy(
-            rules=tuple(ApprovalRule(**rule.model_dump()) for rule in self.rules),
-            tools=dict(self.tools),
-        )
-
-
 class _StoreEntry(BaseModel):
     """The `[store]` table: a PostgreSQL `url` or a SQLite `path`; `HARNESS_STORE` wins."""
 
@@ -294,7 +274,7 @@ class FileConfig(BaseModel):
     store: _StoreEntry = _StoreEntry()
     models: dict[str, _ProfileEntry] = {}
     mcp: dict[str, _MCPServerEntry] = {}
-    approvals: _ApprovalsEntry = _ApprovalsEntry()
+    approvals: ApprovalsEntry = ApprovalsEntry()
     agents: dict[str, AgentEntry] = {}
     task_types: dict[str, TaskTypeEntry] = {}
     experiments: dict[str, ExperimentEntry] = {}

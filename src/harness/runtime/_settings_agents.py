@@ -22,7 +22,7 @@ from harness.runtime._agents_config import (
 )
 from harness.runtime._config_agents import AgentEntry, ExperimentEntry
 from harness.runtime._config_file import FileConfig
-from harness.tools.approvals import ApprovalPolicy, ApprovalRule
+from harness.tools.approvals import ApprovalPolicy
 
 __all__ = ["Problem", "agents_of", "experiments_of", "task_types_of"]
 
@@ -250,7 +250,6 @@ def _approvals(
     if entry.approvals is None:
         return None
     try:
-        rules = tuple(ApprovalRule(**rule.model_dump()) for rule in entry.approvals.rules)
+        return entry.approvals.policy()
     except ConfigError as exc:
         raise ConfigError(problem((*where, "approvals", "rules"), str(exc))) from exc
-    return ApprovalPolicy(rules=rules, tools=dict(entry.approvals.tools))

@@ -14,17 +14,27 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from harness.agent.strategies import strategy_names
 from harness.core.ids import check_task_type
+from harness.core.usage import Limits
 from harness.errors import ConfigError
 from harness.runtime._agents_config import Overrides
 from harness.tools.approvals import ApprovalPolicy, ApprovalRule
 from harness.tools.spec import Approval
 
-__all__ = ["AgentEntry", "ExperimentEntry", "TaskTypeEntry", "check_labels"]
+__all__ = [
+    "AgentEntry",
+    "ApprovalsEntry",
+    "ExperimentEntry",
+    "LimitsEntry",
+    "TaskTypeEntry",
+    "check_labels",
+    "known_strategy",
+]
 
 _PYTHON_TOOL = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
-def _strategy(name: str | None) -> str | None:
+def known_strategy(name: str | None) -> str | None:
+    """`name` if it is a registered strategy (or `None`); a clear `ValueError` if not."""
     if name is not None and name not in strategy_names():
         raise ValueError(f"unknown strategy {name!r}; use one of {', '.join(strategy_names())}")
     return name
@@ -50,6 +60,10 @@ class LimitsEntry(BaseModel):
     def values(self) -> dict[str, int | float]:
         """The limits set, by name."""
         return dict(self.model_dump(exclude_none=True))
+
+    def limits(self) -> Limits:
+        """`Limits` with the keys this table sets; the others keep their defaults."""
+        return Limits(**self.model_dump(exclude_unset=True))
 
 
 class _RuleEntry(BaseModel):
@@ -97,7 +111,7 @@ class AgentEntry(BaseModel):
     network: bool = False
     allow_unsandboxed: bool = False
 
-    _known_strategy = field_validator("strategy")(_strategy)
+    _known_strategy = field_validator("strategy")(known_strategy)
 
     @field_validator("tools")
     @classmethod
@@ -129,7 +143,7 @@ class TaskTypeEntry(BaseModel):
     strategy: str | None = None
     limits: LimitsEntry = LimitsEntry()
 
-    _known_strategy = field_validator("strategy")(_strategy)
+    _known_strategy = field_validator("strategy")(known_strategy)
 
     def overrides(self) -> Overrides:
         """What the task type sets over its agent."""
@@ -146,7 +160,7 @@ class VariantEntry(BaseModel):
     instructions: str | None = Field(default=None, min_length=1)
     limits: LimitsEntry = LimitsEntry()
 
-    _known_strategy = field_validator("strategy")(_strategy)
+    _known_strategy = field_validator("strategy")(known_strategy)
 
     def overrides(self) -> Overrides:
         """What the variant sets."""

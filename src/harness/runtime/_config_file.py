@@ -11,8 +11,6 @@ from typing import Any, Literal, Self, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.agent.strategies import strategy_names
-from harness.core.usage import Limits
 from harness.gateway.pricing import Prices
 from harness.gateway.profiles import DEFAULT_PROFILE, ModelProfile
 from harness.observability.config import TraceSettings
@@ -20,8 +18,10 @@ from harness.runtime._config_agents import (
     AgentEntry,
     ApprovalsEntry,
     ExperimentEntry,
+    LimitsEntry,
     TaskTypeEntry,
     check_labels,
+    known_strategy,
 )
 from harness.tools.mcp import MCPServerConfig
 from harness.tools.spec import Approval, SideEffects
@@ -150,33 +150,13 @@ ENV_TABLES: dict[str, type[BaseModel]] = {}
 """The schema of one table of each `HARNESS_<SECTION>__…` section (filled below)."""
 
 
-class _LimitsEntry(BaseModel):
-    """`[defaults] limits`: the budgets of runs started from the command line."""
-
-    model_config = ConfigDict(extra="forbid")
-    max_steps: int | None = Field(default=None, ge=1)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_cost_usd: float | None = Field(default=None, ge=0)
-    max_seconds: float | None = Field(default=None, ge=0)
-    max_tool_calls: int | None = Field(default=None, ge=0)
-
-    def limits(self) -> Limits:
-        """`Limits` with the keys this table sets; the others keep their defaults."""
-        return Limits(**self.model_dump(exclude_unset=True))
-
-
 class _Defaults(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str = DEFAULT_PROFILE
     strategy: str = "react"
-    limits: _LimitsEntry = _LimitsEntry()
+    limits: LimitsEntry = LimitsEntry()
 
-    @field_validator("strategy")
-    @classmethod
-    def _known_strategy(cls, name: str) -> str:
-        if name not in strategy_names():
-            raise ValueError(f"unknown strategy {name!r}; use one of {', '.join(strategy_names())}")
-        return name
+    _known_strategy = field_validator("strategy")(known_strategy)
 
 
 class _MCPServerEntry(BaseModel):

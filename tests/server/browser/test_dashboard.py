@@ -220,6 +220,11 @@ def test_runs_list_filters(open_page: OpenPage, server: Server) -> None:
     wait_until(lambda: tab.page.locator(f"tr[data-run-id='{typed}']").count() == 0, "the filter")
 
 
+def same_t(shown: str, given: Any) -> bool:
+    """A time bucket as the table shows it is the API's (a number or a date string)."""
+    return float(shown) == given if isinstance(given, int | float) else shown == given
+
+
 def chart_values(tab: Page, chart: str) -> dict[str, str]:
     rows = tab.page.locator(f"figure[data-chart='{chart}'] ul.bars li")
     return dict(
@@ -250,14 +255,17 @@ def test_the_charts_show_what_the_api_returns(open_page: OpenPage, server: Serve
     for by in ("model", "tool", "task_type"):
         series = server.get(f"/api/cost/series?by={by}&bucket=day")["series"]
         drawn = page.locator(f"figure[data-chart='cost-{by}'] tbody tr").evaluate_all(
-            "rows => rows.map(r => [r.dataset.key, Number(r.dataset.x), Number(r.dataset.value)])"
+            "rows => rows.map(r => [r.dataset.key, r.dataset.x, Number(r.dataset.value)])"
         )
         wanted = [
             [s["key"] if s["key"] not in (None, "") else "(none)", p["t"], p["cost_usd"] or 0]
             for s in series
             for p in sorted(s["points"], key=lambda p: p["t"])
         ]
-        assert drawn == wanted, by
+        assert len(drawn) == len(wanted), by
+        for (key, x, value), (want_key, t, want_value) in zip(drawn, wanted, strict=True):
+            assert (key, value) == (want_key, want_value), by
+            assert same_t(x, t), (by, x, t)
     model_costs = server.get("/api/cost?by=model")["rows"]
     assert model_costs, "the runs above cost something"
     cells = page.locator("table[data-table='cost-model'] tbody tr").evaluate_all(

@@ -56,8 +56,8 @@ export function barChart(name, title, rows, { max, format = String } = {}) {
 }
 
 /**
- * Lines over a numeric x axis: series [{key, points: [{x, y}]}]. `xFormat`/`yFormat` label
- * the axes and the table.
+ * Lines over a numeric x axis: series [{key, points: [{x, y, raw?}]}] (`raw`: the x as the API
+ * gave it, kept in the table). `xFormat`/`yFormat` label the axes and the table.
  */
 export function lineChart(name, title, series, { xFormat = String, yFormat = String, xLabel = "", yLabel = "" } = {}) {
   const points = series.flatMap((se) => se.points);
@@ -93,7 +93,7 @@ export function lineChart(name, title, series, { xFormat = String, yFormat = Str
     }))
     : "";
   const rows = series.flatMap((se) => [...se.points].sort((a, b) => a.x - b.x).map((p) =>
-    h("tr", { dataset: { key: se.key, x: p.x, value: p.y } },
+    h("tr", { dataset: { key: se.key, x: p.raw ?? p.x, value: p.y } },
       h("td", {}, se.key), h("td", {}, xFormat(p.x)), h("td", { class: "num" }, yFormat(p.y)))));
   return figure(name, title, svg, dataTable(title, ["series", xLabel || "x", yLabel || "y"], rows), legend);
 }

@@ -3,7 +3,7 @@
 
 import { get } from "./api.js";
 import { barChart, lineChart } from "./charts.js";
-import { count, fill, h, percent, seconds, usd } from "./dom.js";
+import { count, epoch, fill, h, percent, seconds, usd } from "./dom.js";
 
 const DIMENSIONS = [["model", "Cost by model"], ["tool", "Cost by tool"], ["task_type", "Cost by task type"]];
 
@@ -20,7 +20,7 @@ async function costOverTime(by, title, bucket) {
   const data = await get("/api/cost/series", { by, bucket });
   const series = (data.series || []).map((se) => ({
     key: se.key === null || se.key === undefined || se.key === "" ? "(none)" : String(se.key),
-    points: se.points.map((p) => ({ x: p.t, y: p.cost_usd ?? 0 })),
+    points: se.points.map((p) => ({ x: epoch(p.t), y: p.cost_usd ?? 0, raw: p.t })),
   }));
   return lineChart(`cost-${by}`, title, series, { xFormat: bucketLabel(bucket), yFormat: usd, xLabel: bucket, yLabel: "USD" });
 }

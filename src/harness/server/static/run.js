@@ -20,9 +20,10 @@ function fact(label, value, key) {
   return [h("dt", {}, label), h("dd", { dataset: { fact: key } }, value)];
 }
 
-function budget(run) {
+function budget(run, maxSteps) {
   const u = run.usage || {};
   const step = run.step ?? 0;
+  run = { ...run, max_steps: run.max_steps ?? maxSteps };
   const rows = [
     fact("Step", run.max_steps ? `${step} of ${run.max_steps}` : String(step), "step"),
     fact("Steps left", run.max_steps ? String(Math.max(0, run.max_steps - step)) : "–", "steps-left"),
@@ -153,7 +154,7 @@ export function mountRun(main, runId) {
 
   function render() {
     fill(head, ...header(run));
-    fill(facts, ...budget(run));
+    fill(facts, ...budget(run, timeline.maxSteps));
     fill(answer, ...outcome(run));
     renderControls();
     document.title = `${run.state} · ${run.task || run.run_id} · harness`;

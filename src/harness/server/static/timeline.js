@@ -92,6 +92,7 @@ const HANDLERS = {
       p.task_type ? ` (task type ${p.task_type})` : "", p.variant ? `, variant ${p.variant}` : ""));
   },
   run_started(p, env) {
+    this.maxSteps = p.max_steps;
     this.list.append(note("started", env.ts, "Started on ", h("strong", {}, p.model || "–"),
       ` with ${p.tools?.length ?? 0} tools, at most ${p.max_steps} steps`));
   },

@@ -25,11 +25,8 @@ export function ordered(spans) {
 }
 
 function attributes(attrs) {
-  const entries = Object.entries(attrs || {});
-  if (!entries.length) return "";
-  return h("details", { class: "span-attrs" }, h("summary", {}, "attributes"),
-    h("dl", {}, entries.map(([k, v]) => [h("dt", { class: "mono" }, k),
-      h("dd", { class: "mono" }, typeof v === "string" ? v : JSON.stringify(v))])));
+  return h("dl", { class: "span-attrs" }, Object.entries(attrs || {}).map(([k, v]) => [
+    h("dt", { class: "mono" }, k), h("dd", { class: "mono" }, typeof v === "string" ? v : JSON.stringify(v))]));
 }
 
 /** The waterfall of `trace` (`{spans: [...]}`, or the list itself). */
@@ -50,10 +47,12 @@ export function waterfall(trace) {
     bar.style.width = `${Math.max(((end - span.start) / total) * 100, 0.4)}%`;
     const label = h("span", { class: "span-name" }, span.name);
     label.style.paddingLeft = `${depth * 0.9}rem`;
-    return h("li", { class: "span", dataset: { spanId: span.span_id, depth } },
+    // The row is the summary of a <details>: a click or Enter shows the span's attributes.
+    const row = h("summary", { class: "span-row" },
       label, h("span", { class: "track", "aria-hidden": "true" }, bar),
-      h("span", { class: "span-dur num" }, span.end == null ? "open" : seconds(end - span.start)),
-      attributes(span.attributes));
+      h("span", { class: "span-dur num" }, span.end == null ? "open" : seconds(end - span.start)));
+    return h("li", { class: "span", dataset: { spanId: span.span_id, depth } },
+      h("details", {}, row, attributes(span.attributes)));
   });
   return h("div", { class: "waterfall" },
     h("p", { class: "muted" }, `${spans.length} spans over ${seconds(total)}`),

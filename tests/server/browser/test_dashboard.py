@@ -3,6 +3,7 @@ live, approve a waiting call, cancel, read the charts, hostile data, a phone's w
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -150,6 +151,71 @@ def test_cancel_a_running_run(open_page: OpenPage, server: Server) -> None:
     assert tab.page.get_by_role("button", name="Cancel").is_disabled()
 
 
+def test_pause_and_resume_from_the_run_page(open_page: OpenPage, server: Server) -> None:
+    # The run goes on calling tools (a step every 0.3 s at least) until the pause, which
+    # takes effect at the next step boundary after the runtime reads it.
+    thinking = server.brain.gate()
+
+    def script(step: int) -> FakeReply:
+        if step == 1:
+            return FakeReply.tool_call("lookup_order", {"order_id": "P-1"}, id="call_p")
+        if step == 2:
+            thinking.wait(60)
+        if step < 6:
+            call = FakeReply.tool_call(
+                "lookup_order", {"order_id": f"P-{step}"}, id=f"call_p{step}"
+            )
+            return dataclasses.replace(call, delay_s=0.3)
+        return FakeReply.text("paused and resumed")
+
+    server.brain.on("[pause]", script)
+    run_id = server.submit("[pause] look up two orders")
+    tab = open_page()
+    tab.login()
+    tab.goto(f"/runs/{run_id}")
+    page = tab.page
+    page.locator("li.call[data-call-id='call_p']").wait_for()
+    page.get_by_role("button", name="Pause").click()
+    page.locator(".feedback").filter(has_text="pause requested").wait_for()
+    thinking.set()
+    page.locator(".run-meta [data-state='PAUSED']").wait_for()
+    page.locator(".note-paused").wait_for()
+    assert page.get_by_role("button", name="Pause").is_disabled()
+    tab.shot("run-paused")
+    page.get_by_role("button", name="Resume").click()
+    page.locator(".run-meta [data-state='COMPLETED']").wait_for()
+    assert page.locator("pre.answer").inner_text() == "paused and resumed"
+    page.locator(".note-resumed").wait_for()
+    assert server.run(run_id)["state"] == "COMPLETED"
+
+
+def test_deny_a_waiting_call_with_a_reason(open_page: OpenPage, server: Server) -> None:
+    def script(step: int) -> FakeReply:
+        if step == 1:
+            arguments = {"order_id": "D-4", "amount": 999}
+            return FakeReply.tool_call("refund", arguments, id="call_deny")
+        return FakeReply.text("I will not refund D-4.")
+
+    server.brain.on("[deny]", script)
+    run_id = server.submit("[deny] refund D-4 in full")
+    server.wait_state(run_id, "WAITING_TOOL")
+    tab = open_page()
+    tab.login()
+    tab.goto(f"/runs/{run_id}")
+    call = tab.page.locator("li.call[data-call-id='call_deny'][data-waiting]")
+    call.get_by_label("Reason").fill("too much")
+    call.get_by_role("button", name="Deny").click()
+    tab.page.locator(".run-meta [data-state='COMPLETED']").wait_for()
+    row = tab.page.locator("li.call[data-call-id='call_deny']")
+    assert "Denied by" in row.inner_text()
+    assert "too much" in row.inner_text()
+    assert tab.page.locator("pre.answer").inner_text() == "I will not refund D-4."
+    tool_messages = [
+        m for m in server.get(f"/api/runs/{run_id}/messages")["messages"] if m["role"] == "tool"
+    ]
+    assert "too much" in tool_messages[0]["content"]
+
+
 def test_a_read_only_token_sees_no_controls(open_page: OpenPage, server: Server) -> None:
     def script(step: int) -> FakeReply:
         if step == 1:
@@ -287,6 +353,8 @@ def test_phone_width_has_no_sideways_scroll(open_page: OpenPage, server: Server,
     tab.goto(f"/runs/{run_id}" if path == "run" else path)
     ready = {"/": f"tr[data-run-id='{run_id}']", "run": "pre.answer", "/overview": "figure"}
     tab.page.locator(ready[path]).first.wait_for()
+    if path == "run":
+        tab.page.locator("[data-fact='step']").filter(has_text="1 of 6").wait_for()
     width: Any = tab.page.evaluate("document.documentElement.scrollWidth")
     assert width <= PHONE["width"]
     tab.shot(f"phone-{path.strip('/') or 'runs'}")

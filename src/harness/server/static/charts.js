@@ -11,6 +11,12 @@ export function colour(i) {
   return PALETTE[i % PALETTE.length];
 }
 
+/** US dollars on an axis: as many decimals as the scale needs. */
+export function usdTick(v, top) {
+  const digits = top >= 1 ? 2 : Math.min(8, Math.ceil(-Math.log10(top)) + 1);
+  return `$${v.toFixed(v === 0 ? 0 : digits)}`;
+}
+
 function niceMax(v) {
   if (!(v > 0)) return 1;
   const p = 10 ** Math.floor(Math.log10(v));
@@ -59,21 +65,23 @@ export function barChart(name, title, rows, { max, format = String } = {}) {
  * Lines over a numeric x axis: series [{key, points: [{x, y, raw?}]}] (`raw`: the x as the API
  * gave it, kept in the table). `xFormat`/`yFormat` label the axes and the table.
  */
-export function lineChart(name, title, series, { xFormat = String, yFormat = String, xLabel = "", yLabel = "" } = {}) {
+export function lineChart(name, title, series, { xFormat = String, yFormat = String, yTick = yFormat, xLabel = "", yLabel = "" } = {}) {
   const points = series.flatMap((se) => se.points);
   if (!points.length) return empty(name, title);
-  const W = 640, H = 240, L = 64, R = 12, T = 12, B = 36;
-  const xs = points.map((p) => p.x);
-  let x0 = Math.min(...xs), x1 = Math.max(...xs);
-  if (x0 === x1) { x0 -= 1; x1 += 1; }
+  const W = 480, H = 220, L = 70, R = 16, T = 12, B = 30;
+  const xs = [...new Set(points.map((p) => p.x))].sort((a, b) => a - b);
+  const x0 = xs[0], x1 = xs[xs.length - 1];
   const yTop = niceMax(Math.max(...points.map((p) => p.y)));
-  const X = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
+  // One x value sits in the middle; otherwise the first and last touch the edges.
+  const X = (x) => x0 === x1 ? (L + W - R) / 2 : L + ((x - x0) / (x1 - x0)) * (W - L - R);
   const Y = (y) => T + (1 - y / yTop) * (H - T - B);
-  const grid = [0, 0.25, 0.5, 0.75, 1].map((f) => s("g", { class: "tick" },
+  const grid = [0, 0.5, 1].map((f) => s("g", { class: "tick" },
     s("line", { x1: L, x2: W - R, y1: Y(f * yTop), y2: Y(f * yTop) }),
-    s("text", { x: L - 6, y: Y(f * yTop) + 4, "text-anchor": "end" }, yFormat(f * yTop))));
-  const xticks = [x0, (x0 + x1) / 2, x1].map((x, i) =>
-    s("text", { x: X(x), y: H - B + 18, "text-anchor": ["start", "middle", "end"][i], class: "xtick" }, xFormat(x)));
+    s("text", { x: L - 6, y: Y(f * yTop) + 4, "text-anchor": "end" }, yTick(f * yTop, yTop))));
+  const shown = xs.length <= 3 ? xs : [x0, xs[Math.floor(xs.length / 2)], x1];
+  const anchor = (x) => shown.length === 1 ? "middle" : x === x0 ? "start" : x === x1 ? "end" : "middle";
+  const xticks = shown.map((x) =>
+    s("text", { x: X(x), y: H - B + 18, "text-anchor": anchor(x), class: "xtick" }, xFormat(x)));
   const lines = series.map((se, i) => {
     const pts = [...se.points].sort((a, b) => a.x - b.x);
     return s("g", { class: "series", dataset: { key: se.key }, stroke: colour(i), fill: colour(i) },
@@ -82,9 +90,7 @@ export function lineChart(name, title, series, { xFormat = String, yFormat = Str
         s("title", {}, `${se.key}: ${yFormat(p.y)} at ${xFormat(p.x)}`))));
   });
   const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title, preserveAspectRatio: "xMidYMid meet" },
-    s("g", { class: "grid" }, grid), xticks, lines,
-    xLabel ? s("text", { x: W - R, y: H - 4, "text-anchor": "end", class: "axis-label" }, xLabel) : "",
-    yLabel ? s("text", { x: 4, y: T + 2, class: "axis-label" }, yLabel) : "");
+    s("g", { class: "grid" }, grid), xticks, lines);
   const legend = series.length > 1 || series[0]?.key
     ? h("ul", { class: "legend" }, series.map((se, i) => {
       const swatch = h("span", { class: "swatch" });

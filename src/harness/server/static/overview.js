@@ -2,7 +2,7 @@
 // tool success rates, the context-token trend, and the experiments' reports.
 
 import { get } from "./api.js";
-import { barChart, lineChart } from "./charts.js";
+import { barChart, lineChart, usdTick } from "./charts.js";
 import { count, epoch, fill, h, percent, seconds, usd } from "./dom.js";
 
 const DIMENSIONS = [["model", "Cost by model"], ["tool", "Cost by tool"], ["task_type", "Cost by task type"]];
@@ -22,7 +22,7 @@ async function costOverTime(by, title, bucket) {
     key: se.key === null || se.key === undefined || se.key === "" ? "(none)" : String(se.key),
     points: se.points.map((p) => ({ x: epoch(p.t), y: p.cost_usd ?? 0, raw: p.t })),
   }));
-  return lineChart(`cost-${by}`, title, series, { xFormat: bucketLabel(bucket), yFormat: usd, xLabel: bucket, yLabel: "USD" });
+  return lineChart(`cost-${by}`, title, series, { xFormat: bucketLabel(bucket), yFormat: usd, yTick: usdTick, xLabel: bucket, yLabel: "USD" });
 }
 
 function costTable(data) {
@@ -43,14 +43,14 @@ function statsCharts(stats) {
   const context = [{ key: "median input tokens", points: (stats.context_tokens || []).map((c) => ({ x: c.step, y: c.median_input_tokens })) }];
   const latency = stats.step_latency_s || {};
   return [
-    barChart("terminations", "Termination reasons", terminations),
-    barChart("tool-success", "Tool success rates", tools, { max: 1, format: percent }),
-    lineChart("context-tokens", "Context tokens by step (median)", context, { xFormat: (x) => `step ${Math.round(x)}`, yFormat: count, xLabel: "step", yLabel: "tokens" }),
-    h("dl", { class: "facts", dataset: { chart: "summary" } },
+    h("dl", { class: "facts summary", dataset: { chart: "summary" } },
       h("dt", {}, "Runs"), h("dd", { dataset: { fact: "runs" } }, count(stats.runs)),
       h("dt", {}, "Steps"), h("dd", { dataset: { fact: "steps" } }, count(stats.steps)),
       h("dt", {}, "Tool calls per step"), h("dd", { dataset: { fact: "calls-per-step" } }, (stats.tool_calls_per_step ?? 0).toFixed(2)),
       h("dt", {}, "Step latency p50 / p95"), h("dd", { dataset: { fact: "latency" } }, `${seconds(latency.p50)} / ${seconds(latency.p95)}`)),
+    barChart("terminations", "Termination reasons", terminations),
+    barChart("tool-success", "Tool success rates", tools, { max: 1, format: percent }),
+    lineChart("context-tokens", "Context tokens by step (median)", context, { xFormat: (x) => `step ${Math.round(x)}`, yFormat: count, xLabel: "step", yLabel: "tokens" }),
   ];
 }
 

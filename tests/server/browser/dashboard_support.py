@@ -43,6 +43,12 @@ base_url = "{base_url}"
 prices = {{ input = 2.0, output = 8.0 }}
 max_retries = 0
 
+[models.smart]
+model = "gpt-4.1"
+base_url = "{base_url}"
+prices = {{ input = 5.0, output = 20.0 }}
+max_retries = 0
+
 [agents.support]
 description = "Answers questions about orders"
 model = "fast"
@@ -53,6 +59,11 @@ approvals = {{ tools = {{ refund = "ask" }} }}
 
 [task_types.triage]
 agent = "support"
+
+[experiments.triage-model]
+description = "Is the bigger model worth it for triage?"
+task_type = "triage"
+variants = {{ a = {{ model = "fast", weight = 50 }}, b = {{ model = "smart", weight = 50 }} }}
 
 [server]
 keepalive_s = 1.0

@@ -115,7 +115,9 @@ def test_approve_a_waiting_call_and_the_run_finishes(open_page: OpenPage, server
     assert "waiting for approval" in call.inner_text()
     tab.shot("run-waiting-approval")
     call.get_by_label("Reason").fill("customer is right")
-    call.get_by_role("button", name="Approve").click()
+    call.get_by_label("Reason").press("Tab")  # by keyboard: the next stop is Approve
+    assert tab.page.evaluate("document.activeElement.textContent") == "Approve"
+    tab.page.keyboard.press("Enter")
     tab.page.locator(
         "li.call[data-call-id='call_refund'] .call-status[data-status='ok']"
     ).wait_for()
@@ -339,7 +341,14 @@ def test_the_charts_show_what_the_api_returns(open_page: OpenPage, server: Serve
     )
     assert cells == [[r["key"], r["cost_usd"]] for r in model_costs]
     assert any(value > 0 for _, value in cells)
-    page.locator("section.experiment, #h-exp ~ div p").first.wait_for()
+    reports = server.get("/api/experiments")
+    assert [r["experiment"] for r in reports] == ["triage-model"]
+    page.locator("section.experiment[data-experiment='triage-model']").wait_for()
+    shown = page.locator("section.experiment tbody tr").evaluate_all(
+        "rows => rows.map(r => [r.dataset.variant, Number(r.children[1].textContent)])"
+    )
+    assert shown == [[v["variant"], v["runs"]] for v in reports[0]["variants"]]
+    assert sum(runs for _, runs in shown) >= 2  # the runs above, each in one variant
     tab.shot("overview")
 
 

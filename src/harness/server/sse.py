@@ -123,7 +123,7 @@ async def run_stream(
                 await task
 
 
-@dataclass
+@dataclass(eq=False)
 class _Subscriber:
     queue: asyncio.Queue[object]
     types: frozenset[str] | None

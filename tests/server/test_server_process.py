@@ -1,7 +1,6 @@
 """`harness serve` as a real process on 127.0.0.1: live events, other processes, shutdown."""
 
 import dataclasses
-import json
 import os
 import signal
 import socket

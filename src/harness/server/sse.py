@@ -123,7 +123,7 @@ async def run_stream(
                 await task
 
 
-@dataclass(eq=False)  # kept in a set: hashed by identity
+@dataclass(eq=False)
 class _Subscriber:
     queue: asyncio.Queue[object]
     types: frozenset[str] | None

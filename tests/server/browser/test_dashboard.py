@@ -145,7 +145,10 @@ def test_cancel_a_running_run(open_page: OpenPage, server: Server) -> None:
     cancel.wait_for()
     assert cancel.is_enabled()
     assert tab.page.get_by_role("button", name="Resume").is_disabled()
-    cancel.click()
+    with tab.page.expect_request(f"**/api/runs/{run_id}/cancel") as sent:
+        cancel.click()
+    csrf = tab.page.evaluate("fetch('/api/me').then(r => r.json()).then(me => me.csrf)")
+    assert sent.value.headers["x-csrf-token"] == csrf  # the cookie alone would be refused
     tab.page.locator(".run-meta [data-state='CANCELLED']").wait_for()
     tab.page.locator(".note-cancelled").wait_for()
     assert server.run(run_id)["state"] == "CANCELLED"
@@ -264,6 +267,32 @@ def test_hostile_text_is_shown_never_run(open_page: OpenPage, server: Server) ->
     assert tab.page.evaluate("window.__xss") is None
     assert tab.page.locator("main script, main img").count() == 0
     tab.shot("run-hostile")
+
+
+def test_a_row_of_the_list_follows_its_run(open_page: OpenPage, server: Server) -> None:
+    answer = server.brain.gate()
+
+    def script(step: int) -> FakeReply:
+        if step == 1:
+            return FakeReply.tool_call("lookup_order", {"order_id": "R-9"}, id="call_row")
+        answer.wait(60)
+        return FakeReply.text("row done", input_tokens=200, output_tokens=20)
+
+    server.brain.on("[row]", script)
+    tab = open_page()
+    tab.login()
+    tab.page.evaluate("window.__loaded_once = true")
+    run_id = server.submit("[row] watch me in the list")
+    row = tab.page.locator(f"tr[data-run-id='{run_id}']")
+    row.locator("[data-state='RUNNING']").wait_for()
+    row.locator("[data-col='tokens']").filter(has_text="15").wait_for()  # step 1's reply
+    answer.set()
+    row.locator("[data-state='COMPLETED']").wait_for()
+    record = server.run(run_id)
+    assert record["usage"]["input_tokens"] + record["usage"]["output_tokens"] == 235
+    row.locator("[data-col='tokens']").filter(has_text="235").wait_for()
+    assert row.locator("[data-col='step']").inner_text().split(" /")[0] == "2"
+    assert tab.page.evaluate("window.__loaded_once") is True  # no reload: the stream did it
 
 
 def test_runs_list_filters(open_page: OpenPage, server: Server) -> None:

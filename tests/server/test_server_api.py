@@ -3,7 +3,7 @@
 import asyncio
 import json
 
-from conftest import Api, bearer
+from server_support import Api, bearer
 
 
 async def test_submit_then_read_a_run_its_messages_events_audit_and_trace(api: Api) -> None:

@@ -58,12 +58,9 @@ def serve(
     """
     if ctx.invoked_subcommand is not None:
         return
-    try:
-        from harness.server._listen import bind, listen
-        from harness.server.app import create_app
-    except ModuleNotFoundError as exc:
-        fail(f"{SERVER_EXTRA} ({exc.name} is missing)")
+    _need_the_extra()
     from harness.runtime.settings import load_settings
+    from harness.server._listen import bind
     from harness.server.auth import ENV_TOKEN, new_token
 
     try:
@@ -86,7 +83,17 @@ def serve(
     except ConfigError as exc:
         fail(str(exc))
     _run(settings, sock, env, made, execute=not no_execute, concurrency=concurrency)
-    del listen, create_app  # imported above to check the extra
+
+
+def _need_the_extra() -> None:
+    """Fail, saying how to install it, when FastAPI or uvicorn is missing."""
+    import importlib
+
+    try:
+        for module in ("harness.server.app", "harness.server._listen"):
+            importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        fail(f"{SERVER_EXTRA} ({exc.name} is missing)")
 
 
 def _run(
@@ -145,10 +152,9 @@ def token_new(
     label = name or f"token-{secrets.token_hex(3)}"
     if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", label):
         fail(f"--name: {label!r}: use letters, digits, '-' and '_' (at most 64)")
-    try:
-        from harness.server.auth import hash_token, new_token
-    except ModuleNotFoundError as exc:
-        fail(f"{SERVER_EXTRA} ({exc.name} is missing)")
+    _need_the_extra()
+    from harness.server.auth import hash_token, new_token
+
     token = new_token()
     typer.echo(f"token (shown once; give it to {label}): {token}")
     typer.echo("add to harness.toml:")

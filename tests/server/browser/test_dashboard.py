@@ -109,7 +109,10 @@ def test_approve_a_waiting_call_and_the_run_finishes(open_page: OpenPage, server
     server.wait_state(run_id, "WAITING_TOOL")
     tab = open_page()
     tab.login()
-    tab.goto(f"/runs/{run_id}")
+    waiting = tab.page.locator(".waiting li[data-call-id='call_refund']")
+    assert "refund" in waiting.inner_text()  # the list names the calls that wait
+    waiting.get_by_role("link").click()
+    tab.page.wait_for_url(f"**/runs/{run_id}")
     call = tab.page.locator("li.call[data-call-id='call_refund'][data-waiting]")
     call.wait_for()
     assert "waiting for approval" in call.inner_text()
@@ -125,6 +128,9 @@ def test_approve_a_waiting_call_and_the_run_finishes(open_page: OpenPage, server
     assert tab.page.locator("pre.answer").inner_text() == "Refunded 12.50 on B-2."
     assert "Approved by" in tab.page.locator("li.call[data-call-id='call_refund']").inner_text()
     assert all(a["run_id"] != run_id for a in server.get("/api/approvals")["approvals"])
+    tab.page.get_by_role("link", name="Runs").first.click()
+    tab.page.locator(f"tr[data-run-id='{run_id}'] [data-state='COMPLETED']").wait_for()
+    assert tab.page.locator(".waiting li[data-call-id='call_refund']").count() == 0
 
 
 def test_cancel_a_running_run(open_page: OpenPage, server: Server) -> None:

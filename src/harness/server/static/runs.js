@@ -170,6 +170,8 @@ export function mountRuns(main) {
       if (env.type.startsWith("approval_") || TERMINAL_TYPES.has(env.type)) loadApprovals();
     },
     onStatus: (s) => {
+      // The all-runs stream starts at the moment of connecting: after a gap, read the list again.
+      if (s === "live" && status.dataset.live === "reconnecting") { load(true); loadApprovals(); }
       status.dataset.live = s;
       status.textContent = s === "live" ? "Live: updates as runs change." : "Reconnecting to the live stream…";
     },

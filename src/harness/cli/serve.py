@@ -21,7 +21,11 @@ __all__ = ["serve_app"]
 SERVER_EXTRA = "harness serve needs the server extra: pip install 'harness[server]'"
 
 serve_app = typer.Typer(
-    help="Serve the HTTP API and the dashboard (and execute runs, like a worker).",
+    help="Serve the HTTP API at http://HOST:PORT/api and the dashboard at /, executing runs "
+    "like a worker, until interrupted. Every route but /healthz, /readyz, /login and /static "
+    "needs a token: [server.tokens] of harness.toml (`harness serve token new`) or "
+    "HARNESS_SERVER_TOKEN; without any it serves on the loopback only, with a token made for "
+    "this process and printed (docs/server.md).",
     invoke_without_command=True,
 )
 app.add_typer(serve_app, name="serve")
@@ -106,6 +110,7 @@ def _run(
     concurrency: int,
 ) -> None:
     import asyncio
+    import gc
     import logging
 
     from harness.runtime.harness import Harness
@@ -121,8 +126,10 @@ def _run(
             settings, execute=execute, max_concurrent=concurrency, metrics=True
         ) as h:
             server = create_app(h, env=env)
+            gc.collect()
+            gc.freeze()  # what start-up loaded is never walked again, as in `harness worker`
             what = "executing runs" if execute else "not executing runs (--no-execute)"
-            typer.echo(f"harness serve {h.owner}: {url} ({what}; Ctrl-C to stop)", err=False)
+            typer.echo(f"harness serve {h.owner}: {url} ({what}; Ctrl-C to stop)")
             if made is not None:
                 typer.echo(f"no tokens configured: this process's admin token is {made}")
             await listen(server, sock, on_exit=server.streams.close_all)

@@ -23,6 +23,7 @@ from harness.runtime._config_agents import (
     check_labels,
     known_strategy,
 )
+from harness.runtime.server_config import ServerConfig, ServerToken
 from harness.tools.mcp import MCPServerConfig
 from harness.tools.spec import Approval, SideEffects
 
@@ -247,8 +248,81 @@ class _ObservabilityEntry(BaseModel):
         )
 
 
+class _TokenEntry(BaseModel):
+    """One `[server.tokens.NAME]` table: the token's SHA-256 and its role."""
+
+    model_config = ConfigDict(extra="forbid")
+    sha256: str
+    role: Literal["read", "operate", "admin"]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_plain_token(cls, data: object) -> object:
+        table = cast(dict[str, Any], data) if isinstance(data, dict) else None
+        if table is not None and "token" in table:
+            raise ValueError(
+                "tokens are kept as hashes, never as text: replace 'token' with 'sha256', "
+                "the line `harness serve token new` prints"
+            )
+        return cast(object, data)
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex_digest(cls, value: str) -> str:
+        if not re.fullmatch(r"[0-9a-f]{64}", value):
+            raise ValueError(
+                "not a SHA-256 hex digest (64 lowercase hex digits): give the hash of the "
+                "token, as `harness serve token new` prints it, not the token"
+            )
+        return value
+
+
+class _ServerEntry(BaseModel):
+    """The `[server]` table of `harness serve`: tokens, CORS, limits."""
+
+    model_config = ConfigDict(extra="forbid")
+    tokens: dict[str, _TokenEntry] = {}
+    cors_origins: list[str] = []
+    max_body_bytes: int = Field(default=1 << 20, ge=1024)
+    keepalive_s: float = Field(default=15.0, gt=0)
+    session_hours: float = Field(default=12.0, gt=0)
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, origins: list[str]) -> list[str]:
+        for origin in origins:
+            if origin == "*" or not re.fullmatch(r"https?://[^/\s]+", origin):
+                raise ValueError(
+                    f"{origin!r} is not an origin: give scheme://host[:port] (no path, no '*')"
+                )
+        return origins
+
+    @model_validator(mode="after")
+    def _distinct_hashes(self) -> Self:
+        seen: dict[str, str] = {}
+        for name, token in self.tokens.items():
+            if token.sha256 in seen:
+                raise ValueError(f"tokens {seen[token.sha256]!r} and {name!r} have the same hash")
+            seen[token.sha256] = name
+        return self
+
+    def config(self) -> ServerConfig:
+        """The table as plain data."""
+        return ServerConfig(
+            tokens=tuple(
+                ServerToken(name=name, sha256=t.sha256, role=t.role)
+                for name, t in sorted(self.tokens.items())
+            ),
+            cors_origins=tuple(self.cors_origins),
+            max_body_bytes=self.max_body_bytes,
+            keepalive_s=self.keepalive_s,
+            session_hours=self.session_hours,
+        )
+
+
 class FileConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    server: _ServerEntry = _ServerEntry()
     defaults: _Defaults = _Defaults()
     observability: _ObservabilityEntry = _ObservabilityEntry()
     store: _StoreEntry = _StoreEntry()

@@ -502,9 +502,14 @@ class Harness:
                     return
                 seen = await self.store.wait_for_notice("events", seen, 0.05)
 
-    async def cancel(self, run_id: str, *, reason: str | None = None) -> None:
-        """Cancel the run: a model call or tool in flight is interrupted; what was done stays."""
-        by = f"user:{getpass.getuser()}"
+    async def cancel(
+        self, run_id: str, *, reason: str | None = None, by: str | None = None
+    ) -> None:
+        """Cancel the run: a model call or tool in flight is interrupted; what was done stays.
+
+        `by` says who asked (`user:NAME` of this process by default).
+        """
+        by = by or f"user:{getpass.getuser()}"
         record = await self._record(run_id)
         state = record.state
         check_transition(run_id, state, RunState.CANCELLED, verb="cancel")
@@ -521,11 +526,11 @@ class Harness:
                 return
         await self.store.send_control(run_id, "cancel", {"by": by, "reason": reason})
 
-    async def pause(self, run_id: str) -> None:
-        """Pause the run at its next step boundary."""
+    async def pause(self, run_id: str, *, by: str | None = None) -> None:
+        """Pause the run at its next step boundary; `by` says who asked, as for `cancel`."""
         record = await self._record(run_id)
         check_transition(run_id, record.state, RunState.PAUSED, verb="pause")
-        await self.store.send_control(run_id, "pause", {"by": f"user:{getpass.getuser()}"})
+        await self.store.send_control(run_id, "pause", {"by": by or f"user:{getpass.getuser()}"})
 
     async def resume(self, run_id: str) -> str:
         """Continue a PAUSED run (same id), or start a new run from a FAILED or CANCELLED one.

@@ -21,6 +21,7 @@ from harness.gateway.profiles import (
     resolve_profile,
 )
 from harness.observability.config import TraceSettings
+from harness.runtime.server_config import ServerConfig
 from harness.tools.approvals import ApprovalPolicy
 
 if TYPE_CHECKING:
@@ -114,6 +115,8 @@ class Settings:
     built-in defaults (for `harness config show`)."""
     env_keys: Mapping[tuple[str, ...], str] = field(default_factory=lambda: {})
     """Keys set by environment variables, with the variable (for `harness config show`)."""
+    server: ServerConfig = field(default_factory=ServerConfig)
+    """The `[server]` table: tokens and limits of `harness serve`."""
 
     def source_of(self, loc: tuple[str, ...]) -> str:
         """Where key `loc` of the file was set: `harness.toml` or a variable."""
@@ -162,6 +165,7 @@ def load_settings(home: Path | None = None) -> Settings:
                 allow_remote=config.observability.metrics_allow_remote,
             ),
             observability=config.observability.settings(),
+            server=config.server.config(),
             **_configured(config, sources, profiles=profiles, mcp_servers=mcp_servers),
         )
     env_model, env_store = os.environ.get("HARNESS_MODEL"), os.environ.get("HARNESS_STORE")

@@ -60,6 +60,8 @@ class RunFilter:
     """Of this task type."""
     experiment: str | None = None
     """Taking part in this experiment."""
+    before: tuple[float, str] | None = None
+    """After this `(created_at, run_id)` in the listing's order (newest first): a page's end."""
 
 
 def list_runs(db: Db, where: RunFilter, *, limit: int | None) -> list[RunRecord]:
@@ -80,6 +82,10 @@ def list_runs(db: Db, where: RunFilter, *, limit: int | None) -> list[RunRecord]
         if value is not None:
             clauses.append(clause)
             params.append(value)
+    if where.before is not None:
+        created, run_id = where.before
+        clauses.append("(created_at < ? OR (created_at = ? AND run_id < ?))")
+        params.extend((created, created, run_id))
     sql = f"SELECT {RUN_COLUMNS} FROM runs"
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)

@@ -155,6 +155,7 @@ class SqlStore:
         task_type: str | None = None,
         limit: int | None = 100,
         experiment: str | None = None,
+        before: tuple[float, str] | None = None,
     ) -> list[RunRecord]:
         """Runs matching every filter, newest first; see `EventStore.list_runs`."""
         states = _strings((state,) if isinstance(state, str) else state)
@@ -166,6 +167,7 @@ class SqlStore:
             until=until,
             task_type=task_type,
             experiment=experiment,
+            before=before,
         )
         return await self._read(lambda db: _reads.list_runs(db, where, limit=limit))
 

@@ -330,10 +330,12 @@ class EventStore(Protocol):
         task_type: str | None = None,
         limit: int | None = 100,
         experiment: str | None = None,
+        before: tuple[float, str] | None = None,
     ) -> list[RunRecord]:
         """Runs created in `[since, until)` that match every filter given, newest first.
 
-        `limit=None` returns every match.
+        `limit=None` returns every match. `before` is a page's end: `(created_at, run_id)`
+        of the last run of the page before, whose successors (in this order) are listed.
         """
         ...
 

@@ -1,0 +1,255 @@
+"""Server-Sent Events: one run's events (stored, then live), and the live events of all runs.
+
+A frame is `id:` (the seq, or `RUN:SEQ` on the all-runs stream), `event:` (the type) and
+`data:` (the event's JSON envelope). An idle stream gets a `: keep-alive` comment every
+`keepalive_s`. A run's stream ends with `event: end` after its last event. When the server
+shuts down, every open stream ends at once (`Streams.close_all`): clients resume with
+`Last-Event-ID`, nothing is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Collection, Generator
+from dataclasses import dataclass, field
+from typing import Final
+
+from harness.core.codec import dumps, event_to_dict
+from harness.core.events import RunEvent
+from harness.core.states import TERMINAL_STATES, RunState
+from harness.runtime.harness import Harness
+from harness.store.protocol import EventStore, RunRecord
+
+__all__ = ["END_FRAME", "KEEP_ALIVE", "LiveFeed", "Streams", "frame", "run_stream"]
+
+KEEP_ALIVE: Final = b": keep-alive\n\n"
+END_FRAME: Final = b"event: end\ndata: {}\n\n"
+_CLOSED: Final = object()
+"""Put in a stream's queue when it must end at once (the server is stopping)."""
+_END: Final = object()
+"""Put in a run's stream after the run's last event."""
+_MARGIN_S: Final = 2.0
+"""Runs created this long before the last poll are listed again (clocks of writers differ)."""
+_LIVE_STATES: Final = tuple(s for s in RunState if s not in TERMINAL_STATES)
+
+
+def frame(event: RunEvent, *, event_id: str) -> bytes:
+    """One SSE frame of `event`."""
+    data = dumps(event_to_dict(event))
+    return f"id: {event_id}\nevent: {event.type}\ndata: {data}\n\n".encode()
+
+
+class Streams:
+    """The open streams' queues, so that stopping the server ends every one of them."""
+
+    def __init__(self) -> None:
+        self._queues: set[asyncio.Queue[object]] = set()
+        self.closing = False
+
+    @contextlib.contextmanager
+    def open(self, maxsize: int = 0) -> Generator[asyncio.Queue[object]]:
+        """A queue for one stream, registered while the stream lives."""
+        queue: asyncio.Queue[object] = asyncio.Queue(maxsize)
+        if self.closing:
+            queue.put_nowait(_CLOSED)
+        self._queues.add(queue)
+        try:
+            yield queue
+        finally:
+            self._queues.discard(queue)
+
+    def close_all(self) -> None:
+        """End every open stream (and any opened from now on)."""
+        self.closing = True
+        for queue in self._queues:
+            _offer(queue, _CLOSED, force=True)
+
+    @property
+    def count(self) -> int:
+        """How many streams are open."""
+        return len(self._queues)
+
+
+def _offer(queue: asyncio.Queue[object], item: object, *, force: bool = False) -> bool:
+    """Put `item` unless the queue is full; `force` makes room by dropping the oldest."""
+    if queue.full():
+        if not force:
+            return False
+        queue.get_nowait()
+    queue.put_nowait(item)
+    return True
+
+
+async def _next(queue: asyncio.Queue[object], keepalive_s: float) -> object | None:
+    """The next item, or `None` after `keepalive_s` without one."""
+    try:
+        return await asyncio.wait_for(queue.get(), keepalive_s)
+    except TimeoutError:
+        return None
+
+
+async def run_stream(
+    harness: Harness, run_id: str, after: int, *, streams: Streams, keepalive_s: float
+) -> AsyncIterator[bytes]:
+    """One run's events after seq `after`, stored first, then live, then `event: end`."""
+    with streams.open() as queue:
+
+        async def pump() -> None:
+            try:
+                async for event in harness.events(run_id, after_seq=after):
+                    await queue.put(event)
+                await queue.put(_END)
+            finally:
+                _offer(queue, _CLOSED, force=True)
+
+        task = asyncio.create_task(pump())
+        try:
+            while True:
+                item = await _next(queue, keepalive_s)
+                if item is None:
+                    yield KEEP_ALIVE
+                elif isinstance(item, RunEvent):
+                    yield frame(item, event_id=str(item.seq))
+                elif item is _END:
+                    yield END_FRAME
+                    return
+                else:
+                    return  # the server is stopping: the client resumes later
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+@dataclass(eq=False)
+class _Subscriber:
+    queue: asyncio.Queue[object]
+    types: frozenset[str] | None
+    dropped: bool = False
+
+
+@dataclass
+class _Followed:
+    """Where the feed is in each run it follows."""
+
+    seqs: dict[str, int] = field(default_factory=lambda: {})
+    live: set[str] = field(default_factory=lambda: set())
+    since: float = 0.0
+
+
+class LiveFeed:
+    """The live events of every run, read from the store once for all subscribers.
+
+    Each poll reads the runs not yet ended (the `state` index) and the runs created since
+    the last poll (the `created_at` index), and the new events of those whose `last_seq`
+    moved; so runs executed by any process on the store are seen. PostgreSQL's notices
+    wake it at once; otherwise it polls every `poll_s`.
+
+    Args:
+        store: The store to follow (called when the first subscriber comes: the store may
+            open after the feed is made).
+        poll_s: Seconds between polls when no notice comes.
+        queue_size: Events held for a slow subscriber before its stream is ended.
+    """
+
+    def __init__(
+        self,
+        store: Callable[[], EventStore],
+        *,
+        poll_s: float = 0.25,
+        queue_size: int = 10_000,
+    ) -> None:
+        self._store_of, self._poll_s, self._queue_size = store, poll_s, queue_size
+        self._subscribers: set[_Subscriber] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    async def stream(
+        self, streams: Streams, *, types: Collection[str] | None, keepalive_s: float
+    ) -> AsyncIterator[bytes]:
+        """Frames of every run's new events (of `types` only, when given), until closed."""
+        with streams.open(self._queue_size) as queue:
+            subscriber = _Subscriber(queue, frozenset(types) if types else None)
+            self._subscribers.add(subscriber)
+            self._ensure_running()
+            try:
+                while True:
+                    item = await _next(queue, keepalive_s)
+                    if item is None:
+                        yield KEEP_ALIVE
+                    elif isinstance(item, RunEvent):
+                        yield frame(item, event_id=f"{item.run_id}:{item.seq}")
+                    else:
+                        return
+            finally:
+                self._subscribers.discard(subscriber)
+
+    def _ensure_running(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._follow())
+
+    async def aclose(self) -> None:
+        """Stop following the store."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    @property
+    def _store(self) -> EventStore:
+        return self._store_of()
+
+    async def _follow(self) -> None:
+        followed = await self._start()
+        seen = 0
+        while self._subscribers:
+            seen = await self._store.wait_for_notice("events", seen, self._poll_s)
+            with contextlib.suppress(Exception):  # a store hiccup: the next poll tries again
+                await self._poll(followed)
+
+    async def _start(self) -> _Followed:
+        """Where every run stands now: only what happens from here on is sent."""
+        followed = _Followed(since=time.time())
+        for record in await self._store.list_runs(state=_LIVE_STATES, limit=None):
+            followed.seqs[record.run_id] = record.last_seq
+            followed.live.add(record.run_id)
+        return followed
+
+    async def _poll(self, followed: _Followed) -> None:
+        started = time.time()
+        records = {r.run_id: r for r in await self._store.list_runs(state=_LIVE_STATES, limit=None)}
+        for record in await self._store.list_runs(since=followed.since - _MARGIN_S, limit=None):
+            records.setdefault(record.run_id, record)
+        for run_id in followed.live - records.keys():
+            ended = await self._store.get_run(run_id)
+            if ended is not None:
+                records[run_id] = ended
+        for record in records.values():
+            await self._catch_up(record, followed)
+        followed.since = started
+
+    async def _catch_up(self, record: RunRecord, followed: _Followed) -> None:
+        """Send the events of `record` the feed has not sent yet."""
+        known = followed.seqs.get(record.run_id, 0)
+        if record.last_seq > known:
+            for event in await self._store.events(record.run_id, after_seq=known):
+                self._send(event)
+                known = event.seq
+        followed.seqs[record.run_id] = known
+        if record.state in TERMINAL_STATES:
+            followed.live.discard(record.run_id)
+            if record.created_at < followed.since - _MARGIN_S:  # no poll lists it again
+                del followed.seqs[record.run_id]
+        else:
+            followed.live.add(record.run_id)
+
+    def _send(self, event: RunEvent) -> None:
+        for subscriber in list(self._subscribers):
+            if subscriber.types is not None and event.type not in subscriber.types:
+                continue
+            if not _offer(subscriber.queue, event):
+                subscriber.dropped = True  # too slow: end its stream, it reconnects
+                _offer(subscriber.queue, _CLOSED, force=True)
+                self._subscribers.discard(subscriber)

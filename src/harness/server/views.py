@@ -1,0 +1,140 @@
+"""What the API answers, as JSON-ready dicts: runs, messages, approvals, spans."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from harness.core.codec import dumps, loads, usage_to_dict
+from harness.core.events import RunEvent
+from harness.core.messages import Message
+from harness.observability import TracedSpan
+from harness.server.problems import Problem
+from harness.store.protocol import RunRecord
+
+__all__ = [
+    "decode_cursor",
+    "encode_cursor",
+    "message_json",
+    "run_json",
+    "span_json",
+    "steps_of",
+    "trace_json",
+]
+
+
+def run_json(record: RunRecord, steps: int) -> dict[str, Any]:
+    """A run as the API shows it (docs/server.md, "Run")."""
+    return {
+        "run_id": record.run_id,
+        "state": record.state.value,
+        "agent": record.agent,
+        "task": record.task,
+        "task_type": record.task_type,
+        "experiment": record.experiment,
+        "variant": record.variant,
+        "model": record.model,
+        "priority": record.priority,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "started_at": record.started_at,
+        "finished_at": record.finished_at,
+        "step": steps,
+        "usage": usage_to_dict(record.usage),
+        "result": record.result,
+        "termination": record.termination,
+        "error": record.error,
+        "detail": (record.result_data or {}).get("detail"),
+        "max_steps": _max_steps(record.metadata),
+        "parent_run_id": record.parent_run_id,
+        "last_seq": record.last_seq,
+        "owner": record.owner,
+    }
+
+
+def _max_steps(metadata: Mapping[str, Any]) -> int | None:
+    """The run's step budget: its explicit override, else its agent's limit."""
+    for where in (metadata.get("overrides"), metadata.get("agent")):
+        limits: Any = (
+            cast(Mapping[str, Any], where).get("limits") if isinstance(where, Mapping) else None
+        )
+        value: Any = (
+            cast(Mapping[str, Any], limits).get("max_steps")
+            if isinstance(limits, Mapping)
+            else None
+        )
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def steps_of(events: Iterable[RunEvent]) -> Counter[str]:
+    """Steps started per run, from their `step_started` events."""
+    return Counter(event.run_id for event in events if event.type == "step_started")
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    """A message as the API shows it: the text and calls, not the token bookkeeping."""
+    return {
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ],
+        "tool_call_id": message.tool_call_id,
+        "name": message.name,
+        "reasoning": message.reasoning,
+        "tokens": message.tokens,
+    }
+
+
+def span_json(traced: TracedSpan, parents: Mapping[str, str]) -> dict[str, Any]:
+    """A span of a run's trace, its parent named by the OpenTelemetry id of that span."""
+    span = traced.span
+    return {
+        "span_id": traced.otel_span_id,
+        "parent_id": parents.get(span.parent_id) if span.parent_id else None,
+        "name": span.name,
+        "kind": span.kind,
+        "depth": traced.depth,
+        "start": span.start,
+        "end": span.end,
+        "status": span.status,
+        "status_message": span.status_message,
+        "finished": span.finished,
+        "attributes": {
+            k: list(v) if isinstance(v, tuple) else v for k, v in span.attributes.items()
+        },
+    }
+
+
+def trace_json(spans: Sequence[TracedSpan]) -> dict[str, Any]:
+    """`{"spans": [...]}` of a run's trace, parents before children."""
+    parents = {t.span.span_id: t.otel_span_id for t in spans}
+    return {"spans": [span_json(t, parents) for t in spans]}
+
+
+def encode_cursor(record: RunRecord) -> str:
+    """The opaque cursor of the page that follows `record` (the last of a page)."""
+    text = dumps({"c": record.created_at, "r": record.run_id})
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    """`(created_at, run_id)` from a cursor of `encode_cursor`.
+
+    Raises:
+        Problem: 422, the cursor was not made by this API.
+    """
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        data = loads(base64.urlsafe_b64decode(padded.encode()).decode())
+        created, run_id = data["c"], data["r"]
+    except (ValueError, KeyError, binascii.Error, UnicodeError, TypeError) as exc:
+        raise Problem(422, "cursor: not a cursor this API gave out") from exc
+    if not isinstance(created, int | float) or not isinstance(run_id, str):
+        raise Problem(422, "cursor: not a cursor this API gave out")
+    return float(created), run_id

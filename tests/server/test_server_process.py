@@ -1,0 +1,265 @@
+"""`harness serve` as a real process on 127.0.0.1: live events, other processes, shutdown."""
+
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import pytest
+from server_support import (
+    HARNESS,
+    bearer,
+    env_for,
+    frames,
+    serving,
+    slow,
+    wait_state,
+    write_config,
+)
+
+from harness.testing import FakeOpenAIServer, FakeReply
+
+
+def test_live_events_keep_alives_and_resumption_over_uvicorn(tmp_path: Path) -> None:
+    replies = [slow(FakeReply.tool_call("list_dir", {}), 0.8) for _ in range(3)]
+    replies.append(slow(FakeReply.text("listed"), 0.8))
+    with (
+        FakeOpenAIServer(replies) as model,
+        httpx.Client(timeout=30) as plain,
+        ExitStack() as stack,
+    ):
+        write_config(tmp_path, model.base_url)
+        with serving(tmp_path) as (url, _):
+            client = stack.enter_context(
+                httpx.Client(base_url=url, headers=bearer("read"), timeout=30)
+            )
+            operator = {**bearer("operate")}
+            made = plain.post(
+                f"{url}/api/runs", json={"task": "list", "agent": "lister"}, headers=operator
+            )
+            assert made.status_code == 201, made.text
+            run_id = made.json()["run_id"]
+            seen: list[dict[str, str]] = []
+            live_while_running = False
+            with client.stream("GET", f"/api/runs/{run_id}/events") as stream:
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                for frame in frames(stream.iter_lines()):
+                    seen.append(frame)
+                    if frame.get("event") == "tool_completed":
+                        live_while_running = (
+                            client.get(f"/api/runs/{run_id}").json()["state"] == "RUNNING"
+                        )
+                        break
+            assert live_while_running  # events came as the run went, not after it
+            ids = [int(f["id"]) for f in seen if "id" in f]
+            assert ids == list(range(1, len(ids) + 1))
+            headers = {"Last-Event-ID": str(ids[-1])}
+            rest: list[dict[str, str]] = []
+            with client.stream("GET", f"/api/runs/{run_id}/events", headers=headers) as stream:
+                rest = list(frames(stream.iter_lines()))
+            more = [int(f["id"]) for f in rest if "id" in f]
+            assert more == list(range(ids[-1] + 1, ids[-1] + 1 + len(more)))
+            assert rest[-1] == {"event": "end", "data": "{}"}
+            ended = [f for f in rest if f.get("event") == "run_finished"]
+            assert len(ended) == 1
+            kept = [f for f in seen + rest if f.get("comment") == "keep-alive"]
+            assert kept  # the model's 0.8 s pauses are longer than keepalive_s (0.3)
+            run = client.get(f"/api/runs/{run_id}").json()
+            assert run["state"] == "COMPLETED"
+            assert run["last_seq"] == more[-1]
+
+
+@pytest.fixture
+def worker(tmp_path: Path, store_target: str) -> Iterator[dict[str, str]]:
+    env = env_for(tmp_path, HARNESS_STORE=store_target)
+    proc = subprocess.Popen(
+        [HARNESS, "worker", "--concurrency", "4"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    yield env
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert "worker stopped" in out, err
+
+
+def test_a_server_that_does_not_execute_streams_runs_another_process_executes(
+    tmp_path: Path, worker: dict[str, str]
+) -> None:
+    replies = [
+        slow(FakeReply.tool_call("list_dir", {}), 0.5),
+        slow(FakeReply.text("from the worker"), 0.5),
+    ]
+    with FakeOpenAIServer(replies) as model, ExitStack() as stack:
+        write_config(tmp_path, model.base_url)
+        with serving(tmp_path, "--no-execute", env=worker) as (url, _):
+            client = stack.enter_context(
+                httpx.Client(base_url=url, headers=bearer("operate"), timeout=30)
+            )
+            kinds: list[str] = []
+            with client.stream(
+                "GET", "/api/events", params={"types": "run_started,tool_completed,run_finished"}
+            ) as feed:
+                run_id = client.post("/api/runs", json={"task": "list", "agent": "lister"}).json()[
+                    "run_id"
+                ]
+                for frame in frames(feed.iter_lines()):
+                    if "event" in frame:
+                        assert frame["id"].startswith(f"{run_id}:")
+                        kinds.append(frame["event"])
+                    if "run_finished" in kinds:
+                        break
+            assert kinds == ["run_started", "tool_completed", "run_finished"]
+            with client.stream("GET", f"/api/runs/{run_id}/events") as stream:
+                whole = [f for f in frames(stream.iter_lines()) if "event" in f]
+            assert whole[-1]["event"] == "end"
+            assert whole[-2]["event"] == "run_finished"
+            run = client.get(f"/api/runs/{run_id}").json()
+            assert run["result"] == "from the worker"
+            assert run["owner"] is None or "worker" not in run["owner"]
+
+
+def test_approve_over_http_and_a_clean_stop_with_streams_open(tmp_path: Path) -> None:
+    replies = [
+        FakeReply.tool_call("write_file", {"path": "out.txt", "content": "hello"}),
+        FakeReply.text("written"),
+        FakeReply.tool_call("write_file", {"path": "never.txt", "content": "no"}),
+    ]
+    with FakeOpenAIServer(replies) as model, ExitStack() as stack:
+        write_config(tmp_path, model.base_url)
+        with serving(tmp_path) as (url, proc):
+            client = stack.enter_context(
+                httpx.Client(base_url=url, headers=bearer("operate"), timeout=30)
+            )
+            run_id = client.post("/api/runs", json={"task": "write", "agent": "writer"}).json()[
+                "run_id"
+            ]
+            wait_state(client, run_id, "WAITING_TOOL")
+            asked = client.get("/api/approvals").json()["approvals"]
+            assert [a["tool"] for a in asked] == ["write_file"]
+            decided = client.post(
+                f"/api/runs/{run_id}/approvals/{asked[0]['call_id']}", json={"decision": "approve"}
+            )
+            assert decided.status_code == 200, decided.text
+            run = wait_state(client, run_id, "COMPLETED")
+            assert run["result"] == "written"
+            assert (tmp_path / "ws" / "out.txt").read_text() == "hello"
+            second = client.post("/api/runs", json={"task": "again", "agent": "writer"}).json()[
+                "run_id"
+            ]
+            wait_state(client, second, "WAITING_TOOL")
+            with (
+                client.stream("GET", f"/api/runs/{second}/events") as one,
+                client.stream("GET", "/api/events") as every,
+            ):
+                lines = one.iter_lines()
+                next(lines)
+                started = time.monotonic()
+                proc.send_signal(signal.SIGTERM)
+                rest = list(lines)  # ends when the server stops, not when the run does
+                list(every.iter_lines())
+                assert time.monotonic() - started < 10
+            assert "end" not in "".join(rest)
+            assert proc.wait(timeout=20) == 0
+
+
+def cli(
+    home: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [HARNESS, *args], env=env or env_for(home), capture_output=True, text=True, timeout=60
+    )
+
+
+def test_refuses_to_listen_beyond_the_loopback_without_tokens(tmp_path: Path) -> None:
+    done = cli(tmp_path, "serve", "--host", "0.0.0.0", "--port", "0")
+    assert done.returncode == 2
+    assert "refusing to listen on 0.0.0.0, beyond the loopback, with no tokens" in done.stderr
+    assert "harness serve token new" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_port_in_use_and_bad_flags_are_clear_errors(tmp_path: Path) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    try:
+        done = cli(tmp_path, "serve", "--port", str(port))
+    finally:
+        taken.close()
+    assert done.returncode == 2
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr
+    assert "Traceback" not in done.stderr
+    for args, words in (
+        (("--port", "http"), "Invalid value for '--port'"),
+        (("--port", "70000"), "Invalid value for '--port'"),
+        (("--concurrency", "0"), "Invalid value for '--concurrency'"),
+        (("--hots", "x"), "No such option"),
+    ):
+        wrong = cli(tmp_path, "serve", *args)
+        assert wrong.returncode == 2, args
+        assert words in wrong.stderr, (args, wrong.stderr)
+
+
+@pytest.mark.parametrize(
+    ("table", "words"),
+    [
+        ('[server.tokens.bob]\ntoken = "hunter2"\nrole = "read"', "tokens are kept as hashes"),
+        ('[server.tokens.bob]\nsha256 = "abc"\nrole = "read"', "not a SHA-256 hex digest"),
+        (f'[server.tokens.bob]\nsha256 = "{"a" * 64}"\nrole = "root"', "server.tokens.bob.role"),
+        (f'[server.tokens.bob]\nsha256 = "{"a" * 64}"', "server.tokens.bob.role"),
+        ('[server]\ncors_origins = ["*"]', "is not an origin"),
+        ("[server]\nmax_body_bytes = 10", "server.max_body_bytes"),
+    ],
+)
+def test_bad_server_tables_are_clear_errors(tmp_path: Path, table: str, words: str) -> None:
+    (tmp_path / "harness.toml").write_text(table + "\n")
+    done = cli(tmp_path, "serve", "--port", "0")
+    assert done.returncode == 2
+    assert words in done.stderr, done.stderr
+    assert "harness.toml" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_without_the_server_extra_it_says_how_to_install_it(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    (missing / "fastapi").mkdir(parents=True)
+    (missing / "fastapi" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'fastapi'\", name='fastapi')\n"
+    )
+    env = env_for(tmp_path, PYTHONPATH=str(missing))
+    done = cli(tmp_path, "serve", env=env)
+    assert done.returncode == 2
+    assert "pip install 'harness[server]'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_new_token_works_with_its_role_and_a_made_token_without_any(tmp_path: Path) -> None:
+    made = cli(tmp_path, "serve", "token", "new", "--role", "operate", "--name", "bob")
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.splitlines()[0].rsplit(" ", 1)[1]
+    table = made.stdout.split("add to harness.toml:\n", 1)[1]
+    assert token not in table
+    assert cli(tmp_path, "serve", "token", "new", "--role", "root").returncode == 2
+    with serving(tmp_path) as (url, proc):
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("no tokens configured: this process's admin token is ")
+        own = line.rsplit(" ", 1)[1].strip()
+        me = httpx.get(f"{url}/api/me", headers={"Authorization": f"Bearer {own}"})
+        assert me.json()["role"] == "admin"
+    (tmp_path / "harness.toml").write_text(table)
+    with serving(tmp_path) as (url, _):
+        me = httpx.get(f"{url}/api/me", headers={"Authorization": f"Bearer {token}"})
+        assert me.json() == {"role": "operate", "name": "bob", "csrf": None}
+        assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
+        assert httpx.get(f"{url}/readyz").json() == {"status": "ready"}
+        assert httpx.get(f"{url}/api/runs").status_code == 401

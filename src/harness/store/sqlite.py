@@ -97,13 +97,17 @@ class SQLiteStore(SqlStore):
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
 
-    def commit_stats(self) -> CommitStats:
+    def commit_stats(self, *, since: int = 0) -> CommitStats:
         """How long this store's transactions held the event loop: count, p50, p99, max.
 
         Cheap to call: it sorts the last 4,096 durations. Zero counts with
         `synchronous=FULL`, whose commits run on a writer thread.
+
+        Args:
+            since: Only the transactions after the first `since` (the `count` of an
+                earlier call), e.g. those of one burst; of the last 4,096.
         """
-        return self._commit_times.stats()
+        return self._commit_times.stats(since)
 
     async def open(self) -> None:
         """Connect, bring the schema up to date and start checkpointing; see `SqlStore.open`."""

@@ -364,10 +364,11 @@ class LoopWriter:
         That happens when a write costs far more than the ones before; the rest wait for
         the next transaction.
         """
-        started, outcomes = time.thread_time(), list[_Outcome]()
-        for op in ops:
+        outcomes, last = list[_Outcome](), len(ops) - 1
+        started = time.thread_time() if last else 0.0  # a clock read costs about 1 us
+        for n, op in enumerate(ops):
             outcomes.append(run(op))
-            if time.thread_time() - started > _BUDGET_S:
+            if n < last and time.thread_time() - started > _BUDGET_S:
                 break
         return outcomes
 
@@ -377,12 +378,12 @@ class LoopWriter:
         Written out rather than through `_run` with a closure per call: this runs for every
         transaction.
         """
-        shared = Batch(self._db)
-        started, outcomes = time.thread_time(), list[_Outcome]()
+        shared, outcomes, last = Batch(self._db), list[_Outcome](), len(ops) - 1
+        started = time.thread_time() if last else 0.0
         try:
-            for op in ops:
+            for n, op in enumerate(ops):
                 outcomes.append((op(shared), None))
-                if time.thread_time() - started > _BUDGET_S:
+                if n < last and time.thread_time() - started > _BUDGET_S:
                     break
             shared.flush()
         except Exception as exc:  # one write failed: the whole batch is undone

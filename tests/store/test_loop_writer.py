@@ -141,22 +141,56 @@ async def test_writes_run_on_the_event_loops_thread(db: FakeDb) -> None:
     await w.stop()
 
 
+def costly(name: str, cpu_s: float) -> Callable[[Db], str]:
+    """A write that holds the loop's thread for `cpu_s` of CPU time."""
+
+    def op(db: Db) -> str:
+        until = time.thread_time() + cpu_s
+        while time.thread_time() < until:
+            pass
+        return write(name)(db)
+
+    return op
+
+
+def transactions(log: list[str]) -> list[list[str]]:
+    """The writes of each committed transaction, in order."""
+    found: list[list[str]] = []
+    for sql in log:
+        if sql == "BEGIN":
+            found.append([])
+        elif sql != "COMMIT":
+            found[-1].append(sql)
+    return found
+
+
 async def test_a_transaction_that_holds_the_loop_too_long_leaves_the_rest_to_the_next(
     db: FakeDb,
 ) -> None:
-    """After 32 writes and 1 ms, the other writes commit in a transaction of their own."""
+    """Writes of 0.3 ms each: a transaction stops taking them once they ran 0.75 ms."""
     w = writer(db)
+    names = [f"w{i}" for i in range(20)]
+    assert await asyncio.gather(*(w.submit(costly(name, 0.0003)) for name in names)) == names
+    groups = transactions(db.log)
+    assert [name for group in groups for name in group] == names
+    assert max(len(group) for group in groups) <= 3, groups
+    await w.stop()
 
-    def slow(name: str) -> Callable[[Db], str]:
-        def op(db: Db) -> str:
-            time.sleep(0.0001)  # 32 of them hold the loop for more than 1 ms
-            return write(name)(db)
 
-        return op
-
-    names = [f"w{i}" for i in range(40)]
-    assert await asyncio.gather(*(w.submit(slow(name)) for name in names)) == names
-    assert db.log == ["BEGIN", *names[:32], "COMMIT", "BEGIN", *names[32:], "COMMIT"]
+async def test_after_costly_writes_a_transaction_takes_fewer_then_more_again(
+    db: FakeDb,
+) -> None:
+    """The number a transaction takes comes from the cost of the writes before it."""
+    w = writer(db)
+    await asyncio.gather(*(w.submit(costly(f"slow{i}", 0.0003)) for i in range(6)))
+    slow = len(transactions(db.log))
+    names = [f"w{i}" for i in range(200)]
+    assert await asyncio.gather(*(w.submit(write(name)) for name in names)) == names
+    cheap = transactions(db.log)[slow:]
+    assert [name for group in cheap for name in group] == names
+    assert len(cheap[0]) < 20, cheap[0]  # sized by the costly writes before it
+    assert len(cheap) > 2
+    assert len(cheap[-2]) > len(cheap[0])  # and larger as cheap ones commit
     await w.stop()
 
 
@@ -285,6 +319,10 @@ async def test_each_transaction_is_timed() -> None:
     stats = times.stats()
     assert (stats.count, stats.p50_ms, stats.p99_ms, stats.max_ms) == (5, 2.0, 3.0, 5.0)
     assert (stats.cpu_p50_ms, stats.cpu_p99_ms, stats.cpu_max_ms) == (1.0, 1.5, 2.5)
+    later = times.stats(since=3)  # the last two alone: 3 and 4 ms, maxima of those
+    assert (later.count, later.p50_ms, later.p99_ms, later.max_ms) == (5, 3.0, 3.0, 4.0)
+    assert later.cpu_max_ms == 2.0
+    assert times.stats(since=5).max_ms == 0.0
 
 
 # The real store: how long commits hold the loop, and another process's lock.

@@ -1,4 +1,4 @@
-"""Event bodies encoded in two halves (payload before the transaction, envelope inside it)
+"""Event bodies encoded before their transaction, which only puts in the `seq` it gives,
 are the very bytes the codec writes in one go."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from harness.core.events import (
     ToolCompleted,
 )
 from harness.errors import ConfigError
-from harness.store._rows import encode_event, encode_payload
+from harness.store._rows import encode_event, encode_payload, event_body_around_seq
 
 PAYLOADS: list[EventPayload] = [
     RunSubmitted(task="What is 2 + 3? ünïcode ✓", agent="ops", parent_run_id=None),
@@ -50,6 +50,19 @@ def test_a_payload_encoded_before_its_transaction_gives_the_same_body(
     event = RunEvent(run_id="run_1", seq=7, ts=1_700_000_000.25, payload=payload)
     body = encode_event(event, encode_payload(payload, "run_1"))
     assert body == encode_event(event) == dumps(event_to_dict(event))
+
+
+@pytest.mark.parametrize("payload", PAYLOADS, ids=lambda p: p.type)
+@pytest.mark.parametrize("run_id", ["run_1", 'run_,"seq":0,"ts":1'])
+def test_a_body_encoded_before_its_seq_is_known_gives_the_same_bytes(
+    payload: EventPayload, run_id: str
+) -> None:
+    head, tail = event_body_around_seq(
+        run_id, 1_700_000_000.25, payload.type, encode_payload(payload, run_id)
+    )
+    for seq in (1, 7, 10, 123_456_789):
+        event = RunEvent(run_id=run_id, seq=seq, ts=1_700_000_000.25, payload=payload)
+        assert f"{head}{seq}{tail}" == dumps(event_to_dict(event))
 
 
 def test_an_unknown_event_type_is_refused_before_the_transaction() -> None:

@@ -157,3 +157,16 @@ async def test_the_wal_is_checkpointed_by_the_stores_own_thread(tmp_path: Path) 
         while path.stat().st_size < 4 << 20 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         assert path.stat().st_size >= 4 << 20, "the WAL was never copied into the database"
+
+
+async def test_a_new_database_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    old = tmp_path / "old.db"
+    sqlite3.connect(old).executescript(
+        (Path(__file__).parent / "fixtures" / "store_v1.sql").read_text(encoding="utf-8")
+    )
+    for path in (tmp_path / "new.db", old):
+        async with SQLiteStore(path) as store:
+            await store.create_run(NewRun(run_id="run_new", agent="ops"))
+            await store.append(step("run_new"))
+            assert [e.seq for e in await store.events("run_new")] == [1]
+    assert (pragma(tmp_path / "new.db", "page_size"), pragma(old, "page_size")) == (2048, 4096)

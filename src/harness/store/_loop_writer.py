@@ -7,14 +7,15 @@ threads, and one future per batch that all its callers wait on before each reads
 outcome. With WAL and `synchronous=NORMAL` a commit does not fsync; it holds the loop for
 tens or hundreds of microseconds, and `commit_stats` reports how long.
 
-A transaction takes at most `max_batch` writes, and once it has run 32 it takes no more
-after it has held the loop for 1 ms: the rest commit in the next iteration, so the loop
-serves its other callbacks between commits. What the threaded `Writer` guarantees holds
-here too: a write that fails is undone alone (the batch runs again with a savepoint
-per write); a failed COMMIT on a broken connection reports the outcome as unknown (on a
-working one, where nothing was written, each write runs again alone); errors
-reach the callers as `StoreError`; a caller cancelled while it waits does not undo its
-write (its cancellation takes effect once the batch is settled).
+A transaction takes as many writes as fit in 0.75 ms of the loop thread's CPU by the cost
+of the transactions before (at most `max_batch`), and no more once its writes ran that long:
+the rest commit in the next iteration, so the loop serves its other callbacks between
+commits, and a burst of writes makes many short transactions rather than a few long ones.
+What the threaded `Writer` guarantees holds here too: a write that fails is undone alone
+(the batch runs again with a savepoint per write); a failed COMMIT on a broken connection
+reports the outcome as unknown (on a working one, where nothing was written, each write
+runs again alone); errors reach the callers as `StoreError`; a caller cancelled while it
+waits does not undo its write (its cancellation takes effect once the batch is settled).
 
 The loop never waits for a lock. The connection's busy timeout is zero: when another
 process holds SQLite's write lock, BEGIN fails at once and the batch tries again later
@@ -47,8 +48,10 @@ _log = logging.getLogger(__name__)
 
 _FIRST_RETRY_S: Final = 0.001
 _LAST_RETRY_S: Final = 0.032
-_BUDGET_S: Final = 0.001
-_MIN_GROUP: Final = 32
+_BUDGET_S: Final = 0.00075
+"""The loop thread's CPU time one transaction should take, COMMIT included."""
+_LEARN: Final = 0.25
+"""The weight of the last transaction in the estimate of a write's cost."""
 _RESERVOIR: Final = 4096
 """Commit durations kept for the percentiles: the last this many."""
 
@@ -104,19 +107,35 @@ class CommitTimes:
         if cpu_s > self._max_cpu:
             self._max_cpu = cpu_s
 
-    def stats(self) -> CommitStats:
-        """Count, median, 99th percentile (of the rings) and maximum (of all)."""
-        kept = min(self._count, len(self._wall))
-        wall, cpu = sorted(self._wall[:kept]), sorted(self._cpu[:kept])
+    def stats(self, since: int = 0) -> CommitStats:
+        """Count, median, 99th percentile (of the rings) and maximum (of all).
+
+        Args:
+            since: Only the transactions after the first `since` (a `count` read before),
+                of those the rings still hold: their maxima are then of those.
+        """
+        if since <= 0:
+            kept = min(self._count, len(self._wall))
+            wall, cpu = sorted(self._wall[:kept]), sorted(self._cpu[:kept])
+            most, most_cpu = self._max, self._max_cpu
+        else:
+            wall, cpu = self._since(self._wall, since), self._since(self._cpu, since)
+            most, most_cpu = (wall[-1], cpu[-1]) if wall else (0.0, 0.0)
         return CommitStats(
             count=self._count,
             p50_ms=_at(wall, 0.5),
             p99_ms=_at(wall, 0.99),
-            max_ms=self._max * 1e3,
+            max_ms=most * 1e3,
             cpu_p50_ms=_at(cpu, 0.5),
             cpu_p99_ms=_at(cpu, 0.99),
-            cpu_max_ms=self._max_cpu * 1e3,
+            cpu_max_ms=most_cpu * 1e3,
         )
+
+    def _since(self, ring: array[float], since: int) -> list[float]:
+        """The durations of transactions `since`… still in `ring`, sorted."""
+        size = len(ring)
+        first = max(since, self._count - size)
+        return sorted(ring[n % size] for n in range(first, self._count))
 
 
 def _at(ordered: list[float], quantile: float) -> float:
@@ -188,6 +207,8 @@ class LoopWriter:
         self._lock_wait_s = lock_wait_s
         self._batches: deque[_Batch] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._write_cpu_s = 0.0
+        """What one write has cost lately: its share of the CPU time of its transaction."""
 
     async def submit(self, op: Callable[[Db], T]) -> T:
         """Run `op` in this iteration's transaction; returns once that committed."""
@@ -249,7 +270,8 @@ class LoopWriter:
 
     def _commit_next(self, batch: _Batch) -> Exception | None:
         """Run the batch's next transaction; the lock error when another process holds it."""
-        ops = batch.ops[len(batch.values) :]
+        done = len(batch.values)
+        ops = batch.ops[done : done + self._group_size()]
         started, cpu = time.perf_counter(), time.thread_time()
         try:
             outcomes = self._attempts(ops)
@@ -257,12 +279,26 @@ class LoopWriter:
             return locked.error
         except Exception as exc:
             outcomes = [(None, translate_error(self._driver, exc)) for _ in ops]
-        self._times.record(time.perf_counter() - started, time.thread_time() - cpu)
+        cpu = time.thread_time() - cpu
+        self._times.record(time.perf_counter() - started, cpu)
+        if len(outcomes) > 1:  # one write alone (a migration, a claim) says little of the rest
+            self._write_cpu_s += _LEARN * (cpu / len(outcomes) - self._write_cpu_s)
         batch.begun, batch.locked_since, batch.tries = True, None, 0
         for value, error in outcomes:
             batch.values.append(value)
             batch.errors.append(error)
         return None
+
+    def _group_size(self) -> int:
+        """How many writes the next transaction takes: what fits in `_BUDGET_S`.
+
+        By the cost per write of the transactions of several writes before; with nothing
+        to go by, up to `max_batch`. Never fewer than two (unless `max_batch` is one), so
+        that transactions of several writes keep the estimate up to date.
+        """
+        if self._write_cpu_s <= 0.0:
+            return self._max_batch
+        return min(self._max_batch, max(2, int(_BUDGET_S / self._write_cpu_s)))
 
     def _attempts(self, ops: list[Op]) -> list[_Outcome]:
         """The batch's outcomes: together first, then a savepoint per write if one failed."""
@@ -323,15 +359,16 @@ class LoopWriter:
         return outcomes
 
     def _run(self, ops: list[Op], run: Callable[[Op], _Outcome]) -> list[_Outcome]:
-        """Run `ops` in order, stopping early once the transaction held the loop too long.
+        """Run `ops` in order, stopping early once they took `_BUDGET_S` of CPU.
 
-        The first `_MIN_GROUP` writes always run together; the rest wait for the next
-        transaction once this one took `_BUDGET_S`.
+        That happens when a write costs far more than the ones before; the rest wait for
+        the next transaction.
         """
-        started, outcomes = time.perf_counter(), list[_Outcome]()
-        for op in ops:
+        outcomes, last = list[_Outcome](), len(ops) - 1
+        started = time.thread_time() if last else 0.0  # a clock read costs about 1 us
+        for n, op in enumerate(ops):
             outcomes.append(run(op))
-            if len(outcomes) >= _MIN_GROUP and time.perf_counter() - started > _BUDGET_S:
+            if n < last and time.thread_time() - started > _BUDGET_S:
                 break
         return outcomes
 
@@ -341,12 +378,12 @@ class LoopWriter:
         Written out rather than through `_run` with a closure per call: this runs for every
         transaction.
         """
-        shared = Batch(self._db)
-        started, outcomes = time.perf_counter(), list[_Outcome]()
+        shared, outcomes, last = Batch(self._db), list[_Outcome](), len(ops) - 1
+        started = time.thread_time() if last else 0.0
         try:
-            for op in ops:
+            for n, op in enumerate(ops):
                 outcomes.append((op(shared), None))
-                if len(outcomes) >= _MIN_GROUP and time.perf_counter() - started > _BUDGET_S:
+                if n < last and time.thread_time() - started > _BUDGET_S:
                     break
             shared.flush()
         except Exception as exc:  # one write failed: the whole batch is undone

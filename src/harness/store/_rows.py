@@ -37,6 +37,7 @@ __all__ = [
     "encode_payloads",
     "encode_usage",
     "event_body",
+    "event_body_around_seq",
     "event_from_body",
     "message_from_body",
     "run_from_row",
@@ -112,6 +113,26 @@ def event_body(run_id: str, seq: int, ts: float, kind: str, payload: dict[str, A
     except (TypeError, ValueError) as exc:  # named only when it fails: this runs per event
         what = f"the payload of event {kind} of run {run_id}"
         raise ConfigError(f"{what} is not JSON-compatible: {exc}") from exc
+
+
+_SEQ: Final = ',"seq":0,"ts":'
+"""Where `event_body` puts a `seq` of 0: the first time these characters appear in it (a
+JSON string before it, the run id, escapes its quotes)."""
+
+
+def event_body_around_seq(
+    run_id: str, ts: float, kind: str, payload: dict[str, Any]
+) -> tuple[str, str]:
+    """`event_body` of an event whose `seq` is not known yet: the text before and after it.
+
+    `head + str(seq) + tail` is then `event_body` with that `seq`, byte for byte.
+
+    Raises:
+        ConfigError: The payload is not JSON-compatible.
+    """
+    text = event_body(run_id, 0, ts, kind, payload)
+    at = text.index(_SEQ) + 7  # just after ',"seq":'
+    return text[:at], text[at + 1 :]
 
 
 def encode_payload(payload: EventPayload, run_id: str) -> dict[str, Any]:

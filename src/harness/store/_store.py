@@ -111,7 +111,7 @@ class SqlStore:
         """Create a run with its first events and messages; see `EventStore.create_run`."""
         d, now = self._driver.dialect, self._clock.now()
         events, messages = tuple(events), tuple(messages)
-        encoded = _writes.encode_step(run.run_id, events, messages)
+        encoded = _writes.encode_step(run.run_id, events, messages, now)
         return await self._write(
             lambda db: _writes.create_run(db, d, run, events, messages, now, encoded)
         )
@@ -119,7 +119,7 @@ class SqlStore:
     async def append(self, step: StepWrite) -> list[RunEvent]:
         """Commit one step; see `EventStore.append`."""
         d, now, step = self._driver.dialect, self._clock.now(), _writes.snapshot(step)
-        encoded = _writes.encode_step(step.run_id, step.events, step.messages)
+        encoded = _writes.encode_step(step.run_id, step.events, step.messages, now)
         return await self._write(lambda db: _writes.append(db, d, step, now, encoded))
 
     async def transition(
@@ -135,7 +135,7 @@ class SqlStore:
         step = StepWrite(run_id=run_id, events=tuple(events), update=update)
         step = _writes.with_state(step, to_state)
         now, states = self._clock.now(), frozenset(map(str, from_states))
-        d, encoded = self._driver.dialect, _writes.encode_step(run_id, step.events, ())
+        d, encoded = self._driver.dialect, _writes.encode_step(run_id, step.events, (), now)
         return await self._write(
             lambda db: _writes.transition(db, d, run_id, states, step, now, encoded)
         )

@@ -20,7 +20,7 @@ from harness.store._rows import (
     encode_message,
     encode_payloads,
     encode_usage,
-    event_body,
+    event_body_around_seq,
     event_from_body,
     wrap,
 )
@@ -62,27 +62,41 @@ _CREATE_RUN = (
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Encoded:
-    """A step's event payloads and messages as stored, encoded before its transaction.
+    """A step's events and messages as stored, encoded before its transaction.
 
-    The transaction then only wraps each payload in its envelope (which holds the `seq`
-    the transaction gives it), so that less of its time holds the event loop.
+    The transaction then only puts the `seq` it gives each event into its body, so that
+    less of its time holds the event loop.
     """
 
-    payloads: tuple[dict[str, Any], ...]
-    """`encode_payload` of each event, in order."""
+    events: tuple[tuple[float, str, str, str], ...]
+    """Each event's `ts`, type, and stored body before and after its `seq`, in order."""
     messages: tuple[str, ...]
     """The stored body of each message, in order."""
 
 
-def encode_step(run_id: str, events: Sequence[NewEvent], messages: Sequence[Message]) -> Encoded:
+def encode_step(
+    run_id: str, events: Sequence[NewEvent], messages: Sequence[Message], now: float
+) -> Encoded:
     """Encode what a step writes, outside its transaction.
 
+    `now` is the `ts` of events that have none.
+
     Raises:
-        ConfigError: An unknown event type, or a message that is not JSON-compatible.
+        ConfigError: An unknown event type, or an event or message that is not
+            JSON-compatible.
     """
-    payloads = encode_payloads([new.payload for new in events], run_id) if events else ()
+    encoded: tuple[tuple[float, str, str, str], ...] = ()
+    if events:
+        payloads = encode_payloads([new.payload for new in events], run_id)
+        encoded = tuple(
+            [
+                (ts, kind, *event_body_around_seq(run_id, ts, kind, payload))
+                for new, payload in zip(events, payloads, strict=True)
+                for ts, kind in ((now if new.ts is None else new.ts, new.payload.type),)
+            ]
+        )
     bodies = tuple([encode_message(m, run_id) for m in messages]) if messages else ()
-    return Encoded(payloads=payloads, messages=bodies)
+    return Encoded(events=encoded, messages=bodies)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,17 +255,17 @@ def _insert(
     """Insert the step's events, messages and blobs after the run's counters `before`."""
     run_id = step.run_id
     if encoded is None:
-        encoded = encode_step(run_id, step.events, step.messages)
+        encoded = encode_step(run_id, step.events, step.messages, now)
     first = before.last_seq + 1
-    events = [
-        RunEvent(run_id=run_id, seq=seq, ts=now if new.ts is None else new.ts, payload=new.payload)
-        for seq, new in enumerate(step.events, start=first)
-    ]
-    if events:
+    events: list[RunEvent] = []
+    if step.events:
         rows = [
-            (run_id, e.seq, e.ts, kind, event_body(run_id, e.seq, e.ts, kind, p))
-            for e, p in zip(events, encoded.payloads, strict=True)
-            for kind in (e.payload.type,)
+            (run_id, seq, ts, kind, f"{head}{seq}{tail}")
+            for seq, (ts, kind, head, tail) in enumerate(encoded.events, start=first)
+        ]
+        events = [
+            RunEvent(run_id=run_id, seq=row[1], ts=row[2], payload=new.payload)
+            for row, new in zip(rows, step.events, strict=True)
         ]
         insert_rows(db, "INSERT INTO events (run_id, seq, ts, type, body)", rows)
         notify(db, d, "events", run_id)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ T = TypeVar("T")
 Op = Callable[[Db], Any]
 _Outcome = tuple[Any, BaseException | None]
 _RETRIES: Final = 5
+_BUDGET_S: Final = 0.001
+"""How long the writer runs writes before it lets the loop serve its other callbacks."""
 _log = logging.getLogger(__name__)
 
 
@@ -353,11 +356,15 @@ class AsyncWriter:
         running = list(range(len(ops)))
         while running:
             suspended: list[int] = []
+            started = time.perf_counter()
             for i in running:
                 try:
                     values[i] = self._step(ops[i], scripts[i])
                 except _Suspend:
                     suspended.append(i)
+                if time.perf_counter() - started > _BUDGET_S:  # let the loop serve the rest
+                    await asyncio.sleep(0)
+                    started = time.perf_counter()
             running = suspended
             if running:
                 await self._round(outbox, [scripts[i] for i in running])

@@ -306,7 +306,10 @@ class SqlStore:
         return await self._read(_reads.schema_version)
 
     async def _start_writer(self) -> Committer:
-        """The writes' way to the database: a thread that commits them in groups."""
+        """The writes' way to the database: a thread that commits them in groups.
+
+        SQLite and PostgreSQL replace it with writers on the event loop.
+        """
         return Writer(self._driver, max_batch=self._max_batch)
 
     async def _write(self, op: Callable[[Db], T]) -> T:

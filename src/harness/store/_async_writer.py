@@ -39,6 +39,7 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 
 from harness.store._engine import WriteFailed, commit_error, translate_error
 from harness.store._sql import Batch, Db, Driver, Row, insert_rows
+from harness.store.errors import StoreError
 
 __all__ = ["Alone", "AsyncWriter", "Pipe", "Statement"]
 
@@ -286,7 +287,7 @@ class AsyncWriter:
         """Commit batch after batch until none is queued."""
         try:
             while self._queue:
-                batch = self._queue.popleft()
+                batch = self._queue[0]
                 if batch is self._open:
                     self._open = None  # writes requested from now on form the next batch
                 try:
@@ -294,9 +295,22 @@ class AsyncWriter:
                 except Exception as exc:  # a bug: still, never leave a caller waiting
                     _log.exception("store writer failed")
                     batch.outcomes = [(None, exc)] * len(batch.ops)
+                self._queue.popleft()
                 batch.done.set_result(None)
         finally:
             self._task = None
+            self._abandon()
+
+    def _abandon(self) -> None:
+        """Fail the batches left when the writer's task was cancelled (its loop closing)."""
+        while self._queue:
+            batch = self._queue.popleft()
+            if batch is self._open:
+                self._open = None
+            error = StoreError("the store's writer stopped before this write committed")
+            batch.outcomes = [(None, error)] * len(batch.ops)
+            if not batch.done.done():
+                batch.done.set_result(None)
 
     async def _attempts(self, ops: list[Op]) -> list[_Outcome]:
         """The batch's outcomes: together first, again after a deadlock or a lost connection.

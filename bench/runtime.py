@@ -111,7 +111,7 @@ def commit_times(store: object) -> tuple[str, dict[str, float]]:
     """`count, p50/p99/max ms` of the commits on the loop (or why there are none), as values."""
     stats = getattr(store, "commit_stats", None)
     if stats is None:
-        return "n/a (writes on a writer thread)", {}
+        return "n/a (this store keeps no commit times)", {}
     s = stats()
     text = (
         f"{s.count} commits, {s.p50_ms:.2f} / {s.p99_ms:.2f} / {s.max_ms:.2f} "

@@ -2,10 +2,14 @@
 
     python bench/runtime.py [--runs 1000] [--concurrent 1000] [--queued 10000] [--takeover 1000]
     python bench/runtime.py --only queued,takeover,memory    # some of the measures
+    python bench/runtime.py --store postgres --only loop,concurrent
 
 Scenario of ../shared/bench/peers: model → tool → model with an in-process model; every
-event and message of every run is committed to SQLite (WAL) under a scratch HARNESS_HOME.
-Prints a markdown table. Numbers depend on the machine; nothing here is a test.
+event and message of every run is committed to SQLite (WAL) under a scratch HARNESS_HOME,
+or with `--store postgres` to a throwaway PostgreSQL cluster that .ci/postgres.sh starts
+(as the tests do; `--store postgresql://...` uses a server of yours), a fresh schema per
+measure (loop and concurrent only). Prints a markdown table. Numbers depend on the
+machine; nothing here is a test.
 """
 
 from __future__ import annotations
@@ -15,13 +19,16 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import resource
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 from harness import Agent, Harness, Message, ModelRequest, tool
@@ -30,6 +37,7 @@ from harness.gateway.scripted import FunctionModel, call, reply
 from harness.runtime import Settings
 
 ARGS = '{"a": 2, "b": 3}'
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @tool(side_effects="none")
@@ -68,42 +76,44 @@ def raw_durable_us(runs: int, home: Path) -> float:
     return (time.perf_counter() - start) / runs * 1e6
 
 
-async def sequential_us(runs: int, home: Path) -> float:
-    async with Harness(Settings(home=home), adopt=False) as h:
+async def sequential_us(runs: int, home: Path, store: str | None = None) -> tuple[float, float]:
+    """Wall and CPU (all threads) µs per run, one run after the other."""
+    async with Harness(Settings(home=home), store=store, adopt=False) as h:
         bench = agent(0)
         for _ in range(20):
             await h.run(bench, "What is 2 + 3?")
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for _ in range(runs):
             assert (await h.run(bench, "What is 2 + 3?")).output == "5"
-        return (time.perf_counter() - start) / runs * 1e6
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        return wall / runs * 1e6, cpu / runs * 1e6
 
 
 async def concurrent_ms(
-    runs: int, latency: float, home: Path
-) -> tuple[float, float, tuple[str, dict[str, float]]]:
-    """Wall ms and RSS growth of a burst, and how long its commits held the loop."""
+    runs: int, latency: float, home: Path, store: str | None = None
+) -> tuple[float, float, float, tuple[str, dict[str, float]]]:
+    """Wall ms, CPU ms (all threads) and RSS growth of a burst, and its commits on the loop."""
     async with Harness(
-        Settings(home=home), max_concurrent=runs, max_queue=runs + 1, adopt=False
+        Settings(home=home), store=store, max_concurrent=runs, max_queue=runs + 1, adopt=False
     ) as h:
         bench = agent(latency)
         await h.run(bench, "warm up")
         stats = getattr(h.store, "commit_stats", None)
         committed = 0 if stats is None else stats().count  # the burst's commits only
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         results = await asyncio.gather(*(h.run(bench, "What is 2 + 3?") for _ in range(runs)))
-        wall = (time.perf_counter() - start) * 1e3
+        wall, cpu = (time.perf_counter() - start) * 1e3, (time.process_time() - cpu) * 1e3
         assert all(r.output == "5" for r in results)
         rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-        return wall, rss, commit_times(h.store, committed)
+        return wall, cpu, rss, commit_times(h.store, committed)
 
 
 def commit_times(store: object, since: int = 0) -> tuple[str, dict[str, float]]:
     """`count, p50/p99/max ms` of the loop's commits after the first `since`, as values."""
     stats = getattr(store, "commit_stats", None)
     if stats is None:
-        return "n/a (writes on a writer thread)", {}
+        return "n/a (this store keeps no commit times)", {}
     s = stats(since=since)
     text = (
         f"{s.count - since} commits, {s.p50_ms:.2f} / {s.p99_ms:.2f} / {s.max_ms:.2f} "
@@ -270,7 +280,8 @@ async def main(args: argparse.Namespace) -> Values:
     """Print the table of the measures asked for; return their values."""
     rows: list[str] = []
     values: dict[str, float | None] = {}
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, postgres(args.store, scratch) as server:
+        args.server = server
         home = Path(scratch)
         for part in ("loop", "concurrent", "memory", "queued", "takeover"):
             if part in args.only:
@@ -282,24 +293,69 @@ async def main(args: argparse.Namespace) -> Values:
     return values
 
 
+@contextlib.contextmanager
+def postgres(store: str, scratch: str) -> Iterator[str | None]:
+    """The PostgreSQL server's URL (a throwaway cluster for `postgres`), or `None` for SQLite."""
+    if store == "sqlite":
+        yield None
+    elif store != "postgres":
+        yield store
+    else:
+        directory, script = str(Path(scratch) / "pg"), ROOT / ".ci" / "postgres.sh"
+        started = subprocess.run(
+            ["bash", str(script), "start", directory],
+            env={**os.environ, "HARNESS_PG_NO_INSTALL": "1"},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if started.returncode != 0:
+            raise SystemExit(f".ci/postgres.sh could not start PostgreSQL: {started.stderr}")
+        try:
+            yield started.stdout.strip().splitlines()[-1]
+        finally:
+            subprocess.run(["bash", str(script), "stop", directory], capture_output=True)
+
+
+def fresh_store(args: argparse.Namespace) -> str | None:
+    """A store of its own for one measure: a new schema on the server (`None`: SQLite)."""
+    if args.server is None:
+        return None
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(args.server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")  # type: ignore[arg-type]
+    return f"{args.server}{'&' if '?' in args.server else '?'}options=-csearch_path%3D{schema}"
+
+
 async def _loop(args: argparse.Namespace, home: Path, rows: list[str], values: Values) -> None:
     raw = raw_durable_us(args.runs, home)
-    seq = await sequential_us(args.runs, home)
-    values.update(raw_us=raw, seq_us=seq, ratio=seq / raw)
+    seq, cpu = await sequential_us(args.runs, home, fresh_store(args))
+    values.update(raw_us=raw, seq_us=seq, seq_cpu_us=cpu, ratio=seq / raw)
     rows += [
         f"raw durable loop (4 SQLite rows per run), µs/run | {raw:.0f}",
-        f"harness durable run (every event and message committed), µs/run | {seq:.0f}",
+        f"harness durable run (every event and message committed{_on(args)}), µs/run "
+        f"(CPU, all threads) | {seq:.0f} ({cpu:.0f})",
         f"ratio to the raw durable loop | {seq / raw:.1f}×",
     ]
 
 
+def _on(args: argparse.Namespace) -> str:
+    return "" if args.server is None else ", PostgreSQL"
+
+
 async def _burst(args: argparse.Namespace, home: Path, rows: list[str], values: Values) -> None:
-    wall, rss, (commits, times) = await concurrent_ms(args.concurrent, args.latency, home)
+    wall, cpu, rss, (commits, times) = await concurrent_ms(
+        args.concurrent, args.latency, home, fresh_store(args)
+    )
     values.update(times)
-    values.update(concurrent_wall_ms=wall, burst_rss_mib=rss)
+    values.update(concurrent_wall_ms=wall, concurrent_cpu_ms=cpu, burst_rss_mib=rss)
     rows += [
-        f"{args.concurrent:,} concurrent durable runs, {args.latency * 1e3:.0f} ms model "
-        f"latency: wall ms (floor {2 * args.latency * 1e3:.0f}) | {wall:.0f}",
+        f"{args.concurrent:,} concurrent durable runs{_on(args)}, {args.latency * 1e3:.0f} ms "
+        f"model latency: wall ms (floor {2 * args.latency * 1e3:.0f}) | {wall:.0f}",
+        f"CPU of that burst (all threads), ms / µs per run | {cpu:.0f} / "
+        f"{cpu / args.concurrent * 1e3:.0f}",
         f"RSS growth during that burst, MiB | {rss:.1f}",
         f"commits holding the loop in that burst: wall p50 / p99 / max ms | {commits}",
     ]
@@ -362,9 +418,16 @@ if __name__ == "__main__":
         default={"loop", "concurrent", "memory", "queued", "takeover"},
         help="comma-separated: loop, concurrent, memory, queued, takeover",
     )
+    parser.add_argument(
+        "--store",
+        default="sqlite",
+        help="sqlite, postgres (a throwaway cluster: loop and concurrent only) or a URL",
+    )
     parser.add_argument("--json", help="also write every value to this file, as JSON")
     parser.add_argument("--rss-of-parked", type=int, default=0, help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.store != "sqlite" and options.only - {"loop", "concurrent"}:
+        parser.error("--store other than sqlite measures only: --only loop,concurrent")
     if options.rss_of_parked:
         asyncio.run(rss_of_parked(options.rss_of_parked))
     else:

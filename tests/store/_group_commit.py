@@ -1,9 +1,10 @@
 """Proof that writes committed in one group: hold the store's writer, count transactions.
 
 `held_writer` keeps the writer of a real store from committing, so that the writes queued
-meanwhile are taken in one batch once it lets go: on PostgreSQL it keeps the writer thread
-busy (an operation of its own that waits); on SQLite, whose writes run on the event loop,
-another connection holds the database's write lock, so the writer's batch waits for it.
+meanwhile are taken in one batch once it lets go. Both stores write on the event loop: on
+PostgreSQL another connection holds an advisory lock that a write of the writer's own then
+waits for on the server (the writes queued meanwhile form the next batch); on SQLite another
+connection holds the database's write lock, so the writer's batch waits for it.
 `Transactions` counts the transactions that wrote: on SQLite, the commit frames the WAL
 gained (a reader keeps a snapshot open meanwhile, so the WAL cannot restart); on
 PostgreSQL, the distinct `xmin` of the event rows written.
@@ -14,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import struct
-import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,20 +31,28 @@ async def held_writer(store: EventStore) -> AsyncIterator[None]:
         async with _held_lock(store.path):
             yield
         return
+    import psycopg
+
     writer: Any = vars(store)["_writer"]
-    release, started = threading.Event(), threading.Event()
+    target: str = vars(store)["url"]
+    with psycopg.connect(target, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (_HOLD,))
+        held = asyncio.ensure_future(
+            writer.submit(lambda db: db.execute("SELECT pg_advisory_xact_lock(?)", (_HOLD,)))
+        )
+        try:
+            while not other.execute(  # its batch is formed, and waits: it holds only this
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            ).fetchall():
+                await asyncio.sleep(0.01)
+            yield
+        finally:
+            other.execute("SELECT pg_advisory_unlock(%s)", (_HOLD,))
+            await held
 
-    def hold(db: object) -> None:
-        started.set()
-        release.wait(30)
 
-    held = writer.submit(hold)
-    await asyncio.to_thread(started.wait, 30)  # its batch is formed: it holds only this
-    try:
-        yield
-    finally:
-        release.set()
-        await held
+_HOLD = 7_408_346_612_202
+"""The advisory lock `held_writer` holds (the store's migrations take ...201)."""
 
 
 @asynccontextmanager

@@ -3,8 +3,9 @@
 `Writer` owns the one write connection and commits in groups: coroutines queue their
 writes, the thread takes everything queued (up to `max_batch`), runs it in one
 transaction, commits once, and resolves every caller's future on its own loop. It writes
-for PostgreSQL and for SQLite with `synchronous=FULL`; other SQLite stores write on the
-event loop's thread (`_loop_writer.LoopWriter`). Under load
+for SQLite with `synchronous=FULL`; other SQLite stores write on the event loop's thread
+(`_loop_writer.LoopWriter`), PostgreSQL on the loop with asynchronous I/O
+(`_async_writer.AsyncWriter`). Under load
 one commit serves hundreds of steps. When one write of a batch fails, the batch runs
 again with a savepoint around each write, so the failure undoes that write alone.
 `Readers` runs queries on a small pool of connections.
@@ -45,7 +46,7 @@ _log = logging.getLogger(__name__)
 
 
 class Committer(Protocol):
-    """What the store's writes go through: `Writer` (a thread) or `LoopWriter` (the loop)."""
+    """What the store's writes go through: `Writer` (a thread), `LoopWriter` or `AsyncWriter`."""
 
     def submit(self, op: Callable[[Db], T]) -> Awaitable[T]:
         """Run `op` in a transaction; the result is known once that transaction committed."""

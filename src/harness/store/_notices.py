@@ -28,7 +28,7 @@ CHANNELS: Final[dict[Channel, str]] = {
 def notify(db: Db, d: Dialect, channel: Channel, run_id: str) -> None:
     """Announce a change of `run_id` on `channel` when the transaction commits (PostgreSQL)."""
     if d.notify is not None:
-        db.query(d.notify, (CHANNELS[channel], run_id))
+        db.execute(d.notify, (CHANNELS[channel], run_id))
 
 
 @dataclass(slots=True, eq=False)

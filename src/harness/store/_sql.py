@@ -107,7 +107,7 @@ def insert_rows(db: Db, head: str, rows: Sequence[Sequence[object]], tail: str =
     One multi-row INSERT costs one round trip, where psycopg's `executemany` costs several.
     On a `Batch`, plain inserts (no `tail`) wait to be sent together with other writes'.
     """
-    if not tail and type(db) is Batch:
+    if not tail and isinstance(db, Batch):
         db.defer(head, rows)
         return
     for start in range(0, len(rows), _ROWS_PER_INSERT):

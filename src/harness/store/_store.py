@@ -12,6 +12,7 @@ from harness.core.events import EventType, RunEvent
 from harness.core.messages import Message
 from harness.errors import ConfigError
 from harness.store import _decisions, _experiments, _leases, _reads, _schema, _writes
+from harness.store._async_writer import Alone
 from harness.store._engine import Committer, Readers, Writer, closed_error
 from harness.store._notices import CHANNELS, Notices
 from harness.store._sql import Db, Driver, Listening
@@ -120,6 +121,8 @@ class SqlStore:
         """Commit one step; see `EventStore.append`."""
         d, now, step = self._driver.dialect, self._clock.now(), _writes.snapshot(step)
         encoded = _writes.encode_step(step.run_id, step.events, step.messages, now)
+        if step.key is not None:  # it reads the keys written so far: no other write in between
+            return await self._write(Alone(lambda db: _writes.append(db, d, step, now, encoded)))
         return await self._write(lambda db: _writes.append(db, d, step, now, encoded))
 
     async def transition(
@@ -233,8 +236,10 @@ class SqlStore:
         ids = None if run_ids is None else tuple(run_ids)
         wanted = tuple(str(s) for s in states)
         return await self._write(
-            lambda db: _leases.claim(
-                db, d, owner, lease_s=lease_s, run_ids=ids, states=wanted, limit=limit, now=now
+            Alone(  # it reads the rows to take, then takes them: no other write in between
+                lambda db: _leases.claim(
+                    db, d, owner, lease_s=lease_s, run_ids=ids, states=wanted, limit=limit, now=now
+                )
             )
         )
 
@@ -303,7 +308,10 @@ class SqlStore:
         return await self._read(_reads.schema_version)
 
     async def _start_writer(self) -> Committer:
-        """The writes' way to the database: a thread that commits them in groups."""
+        """The writes' way to the database: a thread that commits them in groups.
+
+        SQLite and PostgreSQL replace it with writers on the event loop.
+        """
         return Writer(self._driver, max_batch=self._max_batch)
 
     async def _write(self, op: Callable[[Db], T]) -> T:

@@ -4,9 +4,12 @@ Many processes, on many machines, may open the same database. A step locks its r
 (`SELECT … FOR UPDATE`) and advances the run's event counter in the same transaction,
 so `seq` stays gap-free whoever writes; `claim` skips rows another process is claiming
 (`FOR UPDATE SKIP LOCKED`); migrations take an advisory lock. Writes are group-committed
-by one connection per process, as with SQLite; a transaction that loses a deadlock is
-run again. Controls and events commit with a NOTIFY, and a listener thread per store
-(its own connection, LISTENing) wakes the coroutines waiting for them at once.
+on the event loop, over one asynchronous connection per process kept in pipeline mode
+(`_async_writer.AsyncWriter`): the writes of one iteration of the loop go out together, a
+batch of steps in two round trips; a transaction that loses a deadlock is run again.
+Reads run on reader threads, each with a connection of its own. Controls and events
+commit with a NOTIFY, and a listener thread per store (its own connection, LISTENing)
+wakes the coroutines waiting for them at once.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from functools import lru_cache
 from typing import Any, Final, LiteralString, cast
 
@@ -23,6 +27,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from harness.core.clock import Clock
+from harness.store._async_writer import AsyncWriter, Pipe, Statement
+from harness.store._engine import Committer
 from harness.store._sql import Db, Dialect, Listening, Row
 from harness.store._store import SqlStore
 from harness.store.errors import StoreConflict, StoreError
@@ -73,10 +79,69 @@ class PostgresStore(SqlStore):
     ) -> None:
         self.url = url
         driver = _PostgresDriver(url, connect_timeout_s)
+        self._postgres = driver
         super().__init__(driver, clock=clock, max_batch=max_batch, readers=readers)
 
     def __repr__(self) -> str:
         return f"PostgresStore({_where(self.url)!r})"
+
+    async def _start_writer(self) -> Committer:
+        """The writer on the event loop, its connection opened (and checked) now."""
+        writer = AsyncWriter(self._postgres, self._postgres.pipe, max_batch=self._max_batch)
+        await writer.start()
+        return writer
+
+
+class _PostgresPipe:
+    """An `AsyncConnection` in autocommit mode that stays in pipeline mode (a `Pipe`)."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Row], stack: AsyncExitStack) -> None:
+        self._conn = conn
+        self._stack = stack
+        self._pipeline: psycopg.AsyncPipeline | None = None
+
+    @classmethod
+    async def open(cls, url: str, connect_timeout_s: float) -> _PostgresPipe:
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                url, autocommit=True, connect_timeout=max(1, round(connect_timeout_s))
+            )
+        except psycopg.OperationalError as exc:
+            raise _unreachable(url, exc) from exc
+        stack = AsyncExitStack()
+        pipe = cls(conn, stack)
+        try:
+            pipe._pipeline = await stack.enter_async_context(conn.pipeline())
+        except BaseException:
+            await conn.close()
+            raise
+        return pipe
+
+    async def send(self, statements: Sequence[Statement]) -> list[list[Row] | None]:
+        conn, pipeline = self._conn, self._pipeline
+        assert pipeline is not None
+        cursors: list[psycopg.AsyncCursor[Row]] = []
+        try:
+            for statement in statements:
+                cursors.append(await conn.execute(_query(statement.sql), statement.params))
+        finally:
+            await pipeline.sync()  # the first error of the pipeline, if any, comes from here
+        return [
+            await cursor.fetchall() if statement.rows else None
+            for cursor, statement in zip(cursors, statements, strict=True)
+        ]
+
+    def usable(self) -> bool:
+        return not (self._conn.closed or self._conn.broken)
+
+    async def close(self) -> None:
+        try:
+            if self.usable():
+                await self._stack.aclose()
+        except psycopg.Error:
+            pass  # closing anyway
+        finally:
+            await self._conn.close()
 
 
 class _PostgresDb:
@@ -115,6 +180,10 @@ class _PostgresDriver:
         except psycopg.OperationalError as exc:
             raise _unreachable(self.url, exc) from exc
         return _PostgresDb(conn)
+
+    async def pipe(self) -> Pipe:
+        """A new asynchronous connection in pipeline mode, for the writer."""
+        return await _PostgresPipe.open(self.url, self.connect_timeout_s)
 
     def translate(self, exc: Exception) -> StoreError | None:
         if isinstance(exc, StoreError):

@@ -175,11 +175,12 @@ class ToolCallRunner:
         )
         return _Verdict(policy=policy, decision=decision)
 
-    async def _execute(self, call: ToolCall, verdict: _Verdict, limits: Limits) -> ToolOutcome:
+    def _execute(self, call: ToolCall, verdict: _Verdict, limits: Limits) -> Awaitable[ToolOutcome]:
+        """The call's execution, or its denial, to await (no coroutine of its own)."""
         if verdict.decision.approved:
-            return await self._toolset.execute(call, limits=limits, context=self._context)
+            return self._toolset.execute(call, limits=limits, context=self._context)
         text = _denied_message(call, verdict.decision)
-        return self._toolset.outcome(call, "denied", text, limits=limits)
+        return _settled(self._toolset.outcome(call, "denied", text, limits=limits))
 
     def _record(self, outcome: ToolOutcome, verdict: _Verdict) -> None:
         if self._audit is None:

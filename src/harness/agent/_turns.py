@@ -54,7 +54,7 @@ from harness.gateway.model import (
 from harness.memory import TokenCounter, WindowManager
 from harness.tools import Toolset
 
-__all__ = ["EMPTY_REPLY_NUDGE", "EMPTY_TEXT_NUDGE", "UNKNOWN_OUTCOME", "ActiveRun"]
+__all__ = ["EMPTY_REPLY_NUDGE", "EMPTY_TEXT_NUDGE", "NO_USAGE", "UNKNOWN_OUTCOME", "ActiveRun"]
 
 EMPTY_REPLY_NUDGE: Final = (
     "Your last reply was empty. Either call a tool, or reply with your final answer as text."
@@ -66,6 +66,9 @@ UNKNOWN_OUTCOME: Final = (
     "recorded, so whether it had any effect is unknown. Check its effect (for example, "
     "look at the files or state it would have changed) before calling it again."
 )
+
+NO_USAGE: Final = Usage()
+"""The usage of a run that has consumed nothing yet (shared: a `Usage` is immutable)."""
 
 Finisher = Callable[["ActiveRun", str], Awaitable[Answer | None]]
 
@@ -156,7 +159,8 @@ class ActiveRun:
         return self._usage
 
     def _consume(self, usage: Usage) -> None:
-        self._usage += usage
+        # A new run's first usage is its first response's: nothing to add it to.
+        self._usage = usage if self._usage is NO_USAGE else self._usage + usage
         self._sink.report_usage(self._usage)
 
     def _count_calls(self, count: int) -> None:

@@ -69,6 +69,9 @@ def _harness_runner(latency: float) -> Callable[[], Awaitable[str | None]]:
     bus = EventBus()
 
     async def run() -> str | None:
+        # The test model keeps every request, and a request's observer holds its whole run:
+        # kept, they would grow the heap run after run and bill the collector to the loop.
+        model.requests.clear()
         loop = AgentLoop(
             spec, model=model, toolset=toolset, sink=RunRecorder("run", bus), audit=MemoryAuditLog()
         )

@@ -54,7 +54,7 @@ from harness.gateway.model import (
 from harness.memory import TokenCounter, WindowManager
 from harness.tools import Toolset
 
-__all__ = ["EMPTY_REPLY_NUDGE", "EMPTY_TEXT_NUDGE", "UNKNOWN_OUTCOME", "ActiveRun"]
+__all__ = ["EMPTY_REPLY_NUDGE", "EMPTY_TEXT_NUDGE", "NO_USAGE", "UNKNOWN_OUTCOME", "ActiveRun"]
 
 EMPTY_REPLY_NUDGE: Final = (
     "Your last reply was empty. Either call a tool, or reply with your final answer as text."
@@ -66,6 +66,9 @@ UNKNOWN_OUTCOME: Final = (
     "recorded, so whether it had any effect is unknown. Check its effect (for example, "
     "look at the files or state it would have changed) before calling it again."
 )
+
+NO_USAGE: Final = Usage()
+"""The usage of a run that has consumed nothing yet (shared: a `Usage` is immutable)."""
 
 Finisher = Callable[["ActiveRun", str], Awaitable[Answer | None]]
 
@@ -113,6 +116,7 @@ class ActiveRun:
         finish: Finisher,
     ) -> None:
         self.run_id, self._spec, self._model, self._toolset = run_id, spec, model, toolset
+        self._model_name = model.name
         self._sink, self._runner, self._stream, self._clock = sink, runner, stream, clock
         self._messages, self._usage, self._finish = messages, usage, finish
         self.window: WindowManager | None = None
@@ -155,7 +159,8 @@ class ActiveRun:
         return self._usage
 
     def _consume(self, usage: Usage) -> None:
-        self._usage += usage
+        # A new run's first usage is its first response's: nothing to add it to.
+        self._usage = usage if self._usage is NO_USAGE else self._usage + usage
         self._sink.report_usage(self._usage)
 
     def _count_calls(self, count: int) -> None:
@@ -174,7 +179,7 @@ class ActiveRun:
     def limit_reached(self) -> Stop | None:
         """The limit the run has reached, if any (checked before each step)."""
         return limit_reached(
-            self._spec.limits, steps=self._steps, usage=self.usage, elapsed_s=self.elapsed_s()
+            self._spec.limits, steps=self._steps, usage=self._usage, elapsed_s=self.elapsed_s()
         )
 
     async def turn(self, *, tools: bool = True, answer: bool = True) -> Turn:
@@ -288,18 +293,20 @@ class ActiveRun:
         if message.content:
             self.emit(AgentMessage(step=self._steps, content=message.content, final=False))
         limits, calls = self._spec.limits, message.tool_calls
-        stop = budget_reached(limits, usage=self.usage, elapsed_s=self.elapsed_s())
+        stop = budget_reached(limits, usage=self._usage, elapsed_s=self.elapsed_s())
         runnable = () if stop else calls[: self._calls_left(len(calls))]
         outcomes = tuple(await self._runner.run(self._steps, runnable, limits)) if runnable else ()
+        repeatable = True
         for outcome in outcomes:
             self.append(outcome.message)
+            repeatable = repeatable and self._runner.repeatable(outcome.call)
         self._count_calls(len(runnable))
         if len(runnable) < len(calls):
             limit = f"it may make at most {limits.max_tool_calls} tool calls"
             self._not_run(calls[len(runnable) :], stop.detail if stop else limit)
         verdict = self._failures.record(outcomes)
         hint = self._hint(verdict)
-        if all(self._runner.repeatable(outcome.call) for outcome in outcomes):
+        if repeatable:
             await self._sink.boundary()  # results of calls safe to redo commit with the next step
         else:
             await self._sink.checkpoint()
@@ -310,7 +317,7 @@ class ActiveRun:
 
     def _calls_left(self, wanted: int) -> int:
         limit = self._spec.limits.max_tool_calls
-        return wanted if limit is None else max(0, min(wanted, limit - self.usage.tool_calls))
+        return wanted if limit is None else max(0, min(wanted, limit - self._usage.tool_calls))
 
     def _not_run(self, calls: Sequence[ToolCall], detail: str) -> None:
         for call in calls:
@@ -350,7 +357,7 @@ class ActiveRun:
         self._sink.emit(
             ModelCalled(
                 step=self._steps,
-                model=self._model.name,
+                model=self._model_name,
                 messages=len(request.messages),
                 tools=len(request.tools),
                 stream=self._stream,
@@ -381,9 +388,9 @@ class ActiveRun:
                 if response.tool_calls_from_text is None
                 else _from_text(response),
                 duration_s=round(self._clock.monotonic() - started, 6),
-                model=response.profile or self._fell_back_to or self._model.name,
+                model=response.profile or self._fell_back_to or self._model_name,
                 prices=response.prices,
-                response_model=_answered_by(response, self._model.name),
+                response_model=_answered_by(response, self._model_name),
             )
         )
         return response

@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Collection, Sequence
 
 from harness.agent._answers import AnswerChecks
-from harness.agent._turns import EMPTY_REPLY_NUDGE, UNKNOWN_OUTCOME, ActiveRun
+from harness.agent._turns import EMPTY_REPLY_NUDGE, NO_USAGE, UNKNOWN_OUTCOME, ActiveRun
 from harness.agent.spec import AgentSpec
 from harness.agent.stops import Stop, stopped_report, wrap_up_prompt
 from harness.agent.strategies import Answer, Outcome, make_strategy
@@ -114,7 +114,7 @@ class AgentLoop:
             task_type: The run's task type, reported in `run_started` when set.
             variant: The run's experiment and variant, reported in `run_started` when set.
         """
-        run = self._active_run(run_id, messages, usage or Usage())
+        run = self._active_run(run_id, messages, usage or NO_USAGE)
         run.elapsed_before = elapsed_s
         self._emit(
             RunStarted(

@@ -33,7 +33,7 @@ from harness.tools.toolset import ToolOutcome, Toolset
 __all__ = ["ToolCallRunner"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class _Verdict:
     policy: PolicyDecision
     decision: ApprovalDecision
@@ -85,13 +85,16 @@ class ToolCallRunner:
         await self._checkpoint()
         invalid: list[ToolOutcome | None] = []
         verdicts: list[_Verdict] = []
+        asked = False
         for call in calls:
             policy = self._policy.decide(call, self._toolset.get(call.name))
             # Nobody is asked about a call that would fail anyway.
             bad = self._toolset.check(call, limits=limits) if policy.decision == "ask" else None
             invalid.append(bad)
-            verdicts.append(_NOT_RUN if bad else await self._verdict(step, call, policy))
-        if any(v.policy.decision == "ask" for v in verdicts):
+            verdict = _NOT_RUN if bad else await self._verdict(step, call, policy)
+            verdicts.append(verdict)
+            asked = asked or verdict.policy.decision == "ask"
+        if asked:
             await self._checkpoint()  # decisions are durable before anything they allowed runs
         outcomes = await self._run_all(calls, verdicts, invalid, limits)
         for outcome, verdict in zip(outcomes, verdicts, strict=True):
@@ -172,11 +175,12 @@ class ToolCallRunner:
         )
         return _Verdict(policy=policy, decision=decision)
 
-    async def _execute(self, call: ToolCall, verdict: _Verdict, limits: Limits) -> ToolOutcome:
+    def _execute(self, call: ToolCall, verdict: _Verdict, limits: Limits) -> Awaitable[ToolOutcome]:
+        """The call's execution, or its denial, to await (no coroutine of its own)."""
         if verdict.decision.approved:
-            return await self._toolset.execute(call, limits=limits, context=self._context)
+            return self._toolset.execute(call, limits=limits, context=self._context)
         text = _denied_message(call, verdict.decision)
-        return self._toolset.outcome(call, "denied", text, limits=limits)
+        return _settled(self._toolset.outcome(call, "denied", text, limits=limits))
 
     def _record(self, outcome: ToolOutcome, verdict: _Verdict) -> None:
         if self._audit is None:

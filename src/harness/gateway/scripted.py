@@ -58,18 +58,30 @@ def _as_response(value: Reply, request: ModelRequest, model: str) -> ModelRespon
     if isinstance(value, ModelResponse):
         return value
     message = Message.assistant(value) if isinstance(value, str) else value
-    texts = [m.content for m in request.messages] + [m.reasoning for m in request.messages]
-    prompt = sum(map(estimate_tokens, texts))
-    output = estimate_tokens(message.content) + sum(
-        estimate_tokens(c.arguments) for c in message.tool_calls
-    )
+    output = estimate_tokens(message.content)
+    for tool_call in message.tool_calls:
+        output += estimate_tokens(tool_call.arguments)
     return ModelResponse(
         message=message,
         finish_reason="tool_calls" if message.tool_calls else "stop",
-        usage=Usage(input_tokens=prompt, output_tokens=output, requests=1),
+        usage=Usage(input_tokens=_prompt_tokens(request), output_tokens=output, requests=1),
         model=model,
         request_id=request.request_id,
     )
+
+
+def _prompt_tokens(request: ModelRequest) -> int:
+    """`estimate_tokens` of every content and reasoning text sent.
+
+    Written out: a call per text cost more than the sum itself.
+    """
+    tokens = 0
+    for message in request.messages:
+        if message.content:
+            tokens += (len(message.content) + 3) // 4
+        if message.reasoning:
+            tokens += (len(message.reasoning) + 3) // 4
+    return tokens
 
 
 async def _stream_response(response: ModelResponse) -> AsyncIterator[StreamEvent]:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from harness.core.messages import Message, ToolDefinition
 from harness.gateway.tokens import REQUEST_OVERHEAD, estimate_message, estimate_text, estimate_tools
@@ -20,8 +19,9 @@ from harness.gateway.tokens import REQUEST_OVERHEAD, estimate_message, estimate_
 __all__ = ["TokenCounter", "estimate_text"]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Sent:
+class _Sent(NamedTuple):
+    """The last request observed (two per run: a tuple is built without a setattr a field)."""
+
     messages: tuple[Message, ...]
     tools: tuple[ToolDefinition, ...]
     reported: int

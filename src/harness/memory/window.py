@@ -324,6 +324,12 @@ class WindowManager:
             ConfigError: Even cut down to the system prompt, the task and the last message,
                 the request does not fit (the tools alone may be too many for the window).
         """
+        if self._state.history_index == 0 and self._boundary is None:
+            # Nothing compacted yet: the view would be the conversation itself, and a request
+            # below every threshold goes as it is (no turns to split, no lists to build).
+            before = self.counter.count(messages, tools)
+            if self.policy.tier(before) is None:
+                return Prepared(messages=tuple(messages), tokens=before)
         view = self._view(messages)
         before = self.counter.count(view.messages(), tools)
         tier = self.policy.tier(before)

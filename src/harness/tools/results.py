@@ -81,13 +81,19 @@ def render_result(value: object) -> str:
         return NO_OUTPUT
     if isinstance(value, str):
         return value or NO_OUTPUT
+    if type(value) in _SCALARS:  # the usual numbers, without asking pydantic about them
+        return str(value)
     if _is_structured(value):
         return _to_json(value)
     return str(value)
 
 
+_SCALARS: Final = frozenset({int, float, bool})
+"""Return types that are written with `str()` as they are (exactly these, not subclasses)."""
+
+
 def _is_structured(value: object) -> bool:
-    if isinstance(value, dict | list | tuple | set | frozenset):
+    if isinstance(value, (dict, list, tuple, set, frozenset)):
         return True
     if hasattr(type(value), "__dataclass_fields__"):
         return True

@@ -283,7 +283,7 @@ class Toolset:
         spec = self._specs.get(call.name)
         text = clean_text(text)  # a tool's output, or the model's text quoted back to it
         limit = (spec.max_result_chars if spec else None) or limits.max_result_chars
-        shown, cut = truncate(text, limit)
+        shown, cut = (text, 0) if len(text) <= limit else truncate(text, limit)
         if cut and context is not None and READ_RESULT in self._specs:
             context.results.save(context.run_id, call.id, text)
             note = _feedback.more_available(call.id, len(text))

@@ -8,9 +8,11 @@ configure the exporter there) and writes finished spans to its stdin in length-p
 JSON frames. The child rebuilds them with their stored ids and times and exports them
 exactly as `harness.observability.otel.OtelExport` does in process.
 
-The spans `LiveTraces` hands over (`export_records`, the builder's plain tuples) are queued
-as they are and packed into one frame when the write is due, up to `flush_s` later: one
-encoding and one write for all the runs of that moment, not one per step of each run.
+The spans `LiveTraces` hands over (`export_records`, the builder's plain tuples) are
+encoded at once (JSON bytes, which the collector never has to look through, where tuples,
+lists and dicts held for a while would each be tracked) and joined into one frame when the
+write is due, up to `flush_s` later: one write for all the runs of that moment, not one
+per step of each run.
 
 Writes never block the event loop: the pipe is non-blocking, what it cannot take waits
 in a bounded buffer drained when the pipe is writable, and past the bound spans are
@@ -92,7 +94,7 @@ class ProcessExport(SpanExport):
         assert self.child.stdin is not None
         self._fd = self.child.stdin.fileno()
         os.set_blocking(self._fd, False)
-        self._queued: list[_Entry] = []  # spans not packed yet
+        self._queued: list[bytes] = []  # each an encoded `_Entry`, not in a frame yet
         self._queued_spans = 0
         self._pending = bytearray()
         self._frames: deque[list[int]] = deque()  # [bytes not yet written, spans] a frame
@@ -122,9 +124,7 @@ class ProcessExport(SpanExport):
             if self._closed or self._dead:
                 self.dropped += len(records)
                 return
-            self._queued.append(
-                (context.trace_id, context.span_id, context.parent_span_id, run_id, records)
-            )
+            self._queued.append(pack(_entry(context, run_id, records)))
             self._queued_spans += len(records)
             if self._queued_spans >= _BATCH:
                 self._pack()
@@ -145,7 +145,8 @@ class ProcessExport(SpanExport):
             return
         queued, spans = self._queued, self._queued_spans
         self._queued, self._queued_spans = [], 0
-        self._buffer(_frame(queued), spans)
+        body = b"[" + b",".join(queued) + b"]"  # the entries, as `_frame` would pack them
+        self._buffer(_HEADER.pack(len(body)) + body, spans)
 
     def _buffer(self, frame: bytes, spans: int) -> None:
         """Hold `frame` for the pipe; drop it if the buffer is full (the lock is held)."""

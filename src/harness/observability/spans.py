@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from harness.core.events import (
     ApprovalDecided,
@@ -79,7 +79,7 @@ SpanRecord = tuple[
     float,
     float,
     dict[str, AttributeValue],
-    list[EventRecord],
+    Sequence[EventRecord],
     SpanStatus,
     str | None,
     bool,
@@ -134,27 +134,21 @@ class SpanData:
     """`False` for a span cut at the last event of a run that has not ended."""
 
 
-class _Open:
-    """A span still open: mutable until it ends."""
+class _Open(NamedTuple):
+    """A span still open; its attributes grow until it ends.
 
-    __slots__ = ("attributes", "events", "kind", "name", "parent_id", "span_id", "start")
+    A tuple, not an object: a burst holds thousands of spans open at once, and the
+    collector stops tracking a tuple of strings, numbers and plain dicts (no list of
+    events until the span has one), so they do not lengthen its passes.
+    """
 
-    def __init__(
-        self,
-        span_id: str,
-        parent_id: str | None,
-        name: str,
-        kind: SpanKind,
-        start: float,
-        attributes: dict[str, AttributeValue],
-    ) -> None:
-        self.span_id = span_id
-        self.parent_id = parent_id
-        self.name = name
-        self.kind: SpanKind = kind
-        self.start = start
-        self.attributes = attributes
-        self.events: list[EventRecord] = []
+    span_id: str
+    parent_id: str | None
+    name: str
+    kind: SpanKind
+    start: float
+    attributes: dict[str, AttributeValue]
+    events: list[EventRecord] | None = None
 
 
 def span_data(record: SpanRecord) -> SpanData:
@@ -234,6 +228,21 @@ class TraceBuilder:
             `gen_ai.provider.name` of a model named after its profile.
     """
 
+    __slots__ = (
+        "_approvals",
+        "_calls",
+        "_chat",
+        "_done",
+        "_last_ts",
+        "_open",
+        "_pause",
+        "_providers",
+        "_step",
+        "capture_content",
+        "ended",
+        "run_id",
+    )
+
     def __init__(
         self,
         run_id: str,
@@ -250,7 +259,7 @@ class TraceBuilder:
         self._pause: str | None = None
         self._calls: dict[str, str] = {}
         self._approvals: dict[str, str] = {}
-        self._done: list[SpanRecord] = []
+        self._done: list[SpanRecord] | None = None  # spans ended by the event being fed
         self._last_ts = 0.0
         self.ended = False
         """Whether the run span has ended (a terminal event was fed)."""
@@ -265,16 +274,17 @@ class TraceBuilder:
         if handler is not None:
             handler(self, event, event.payload)
         self._last_ts = event.ts
-        if not self._done:
+        done = self._done
+        if done is None:
             return ()
-        done, self._done = self._done, []
+        self._done = None
         return done
 
     def close(self) -> list[SpanData]:
         """End every open span at the last event, marked unfinished (a run still going)."""
         for span_id in reversed(list(self._open)):
             self._end(span_id, self._last_ts, finished=False)
-        done, self._done = self._done, []
+        done, self._done = self._done or [], None
         return [span_data(record) for record in done]
 
     # ----- the run
@@ -451,7 +461,8 @@ class TraceBuilder:
             del self._calls[p.call_id]
         # tool_started is written before approvals and before the calls of a step run;
         # the tool itself ran for duration_s up to its completion.
-        span.start = max(span.start, event.ts - p.duration_s)
+        if event.ts - p.duration_s > span.start:
+            span = self._open[span.span_id] = span._replace(start=event.ts - p.duration_s)
         span.attributes["harness.tool.status"] = p.status
         if p.truncated:
             span.attributes["harness.tool.truncated"] = True
@@ -517,8 +528,13 @@ class TraceBuilder:
         self, event: RunEvent, span_id: str, attributes: Mapping[str, AttributeValue]
     ) -> None:
         span = self._open.get(span_id) or self._open.get("run")
-        if span is not None:
-            span.events.append((event.type, event.ts, attributes))
+        if span is None:
+            return
+        events = span.events
+        if events is None:
+            events = []
+            self._open[span.span_id] = span._replace(events=events)
+        events.append((event.type, event.ts, attributes))
 
     def _end(
         self,
@@ -543,6 +559,8 @@ class TraceBuilder:
             span.attributes["error.type"] = error
             status = "error"
         start = span.start
+        if self._done is None:
+            self._done = []
         self._done.append(
             (
                 span.span_id,
@@ -552,7 +570,7 @@ class TraceBuilder:
                 start,
                 ts if ts > start else start,
                 span.attributes,
-                span.events,
+                span.events or (),
                 status,
                 message,
                 finished,

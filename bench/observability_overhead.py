@@ -186,7 +186,7 @@ def _worker(src: str | None, variant: str, mode: str, args: argparse.Namespace, 
 
 def turns(args: argparse.Namespace) -> dict[tuple[str, str, str], list[dict]]:
     """Every (source, variant, mode) measured `reps` times, in rotating order."""
-    sources = [None, *([args.against] if args.against else [])]
+    sources = [None, *args.against]
     cells = [(s, v) for v in args.variants.split(",") for s in sources]
     results: dict[tuple[str, str, str], list[dict]] = {}
     sink, port = _sink()
@@ -280,43 +280,47 @@ async def profile(variant: str, runs: int, latency: float, top: int) -> None:
         print(f"  {calls / runs:7.2f} {cum / runs * 1e6:8.1f}  {Path(path).name}:{line} {name}")
 
 
-async def subscribers() -> None:
-    """The metrics and trace subscribers alone, on a real run's events re-labelled."""
+async def subscribers(reps: int = 7, runs: int = 2000) -> None:
+    """The metrics and trace subscribers alone, on a real run's events re-labelled.
+
+    The trace subscriber drops the spans (`traces`) or hands them to a `ProcessExport`
+    whose child prints to nowhere (`traces + pipe`: the frames and their writes
+    included, not the child). CPU time, the least of `reps` repetitions of `runs` runs.
+    """
     from harness import Harness
     from harness.observability import LiveTraces, SpanExport, TraceContext
     from harness.observability.export_process import ProcessExport
     from harness.observability.metrics import MetricsSubscriber
     from harness.runtime import Settings
 
-    class Discard(SpanExport):
+    class Drop(SpanExport):
         def export_records(self, context: Any, run_id: str, records: Any) -> None:
             pass
 
     with tempfile.TemporaryDirectory() as scratch:
         async with Harness(Settings(home=Path(scratch))) as h:
             events = await h.store.events((await h.run(_agent(0.0), "What is 2 + 3?")).run_id)
-    runs = 5_000
 
     async def nothing(run_id: str) -> None:
         return None
 
-    exports = {"traces (spans dropped)": Discard(), "traces (to the exporter)": None}
-    for name in ("metrics", *exports):
-        batches = [[dataclasses.replace(e, run_id=f"run_{i}") for e in events] for i in range(runs)]
-        export = exports.get(name) or ProcessExport("console")
-        traces = LiveTraces(export, nothing)
-        subscriber = MetricsSubscriber() if name == "metrics" else traces
-        started = time.process_time()
-        for i, batch in enumerate(batches):
-            if subscriber is traces:
-                traces.begin(f"run_{i}", TraceContext.new())
-            for event in batch:
-                subscriber(event)
-            if i % 100 == 99:
-                await asyncio.sleep(0)  # a loop iteration every 100 runs: writes are due
-        spent = time.process_time() - started
-        await traces.aclose()
-        print(f"{name} subscriber: {spent / runs * 1e6:.1f} µs per run ({len(events)} events)")
+    for name in ("metrics", "traces", "traces + pipe"):
+        best = float("inf")
+        for rep in range(reps):
+            ids = [f"run_{rep}_{i}" for i in range(runs)]
+            batches = [[dataclasses.replace(e, run_id=i) for e in events] for i in ids]
+            export = ProcessExport("console") if name == "traces + pipe" else Drop()
+            traces = LiveTraces(export, nothing)
+            subscriber = MetricsSubscriber() if name == "metrics" else traces
+            started = time.process_time()
+            for run_id, batch in zip(ids, batches, strict=True):
+                if subscriber is traces:
+                    traces.begin(run_id, traces.context_for_new_run())
+                for event in batch:
+                    subscriber(event)
+            best = min(best, time.process_time() - started)
+            await traces.aclose()
+        print(f"{name}: {best / runs * 1e6:.1f} µs per run ({len(events)} events)")
 
 
 def main() -> None:
@@ -327,7 +331,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="model latency in a burst")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--modes", default="burst,seq")
-    parser.add_argument("--against", default=None, help="another src/ to measure alike")
+    parser.add_argument("--against", action="append", default=[], help="another src/ (repeat)")
     parser.add_argument("--profile", choices=VARIANTS, help="profile one burst of a variant")
     parser.add_argument("--runs", type=int, default=1000, help="runs in the --profile burst")
     parser.add_argument("--top", type=int, default=30)

@@ -8,11 +8,12 @@ configure the exporter there) and writes finished spans to its stdin in length-p
 JSON frames. The child rebuilds them with their stored ids and times and exports them
 exactly as `harness.observability.otel.OtelExport` does in process.
 
-The spans `LiveTraces` hands over (`export_records`, the builder's plain tuples) are
-encoded at once (JSON bytes, which the collector never has to look through, where tuples,
-lists and dicts held for a while would each be tracked) and joined into one frame when the
-write is due, up to `flush_s` later: one write for all the runs of that moment, not one
-per step of each run.
+The spans `LiveTraces` hands over (`export_records`, the builder's plain tuples) are queued
+as they are and packed into one frame at the end of the event loop's iteration: one
+encoding for all the runs whose events committed together, and nothing held past it (in a
+burst, spans kept waiting as tuples, lists and dicts would outlive the collector's young
+generations and lengthen its full passes). Frames are written up to `flush_s` later: one
+write for all the runs of that moment, not one per step of each run.
 
 Writes never block the event loop: the pipe is non-blocking, what it cannot take waits
 in a bounded buffer drained when the pipe is writable, and past the bound spans are
@@ -94,8 +95,9 @@ class ProcessExport(SpanExport):
         assert self.child.stdin is not None
         self._fd = self.child.stdin.fileno()
         os.set_blocking(self._fd, False)
-        self._queued: list[bytes] = []  # each an encoded `_Entry`, not in a frame yet
+        self._queued: list[_Entry] = []  # spans not packed yet
         self._queued_spans = 0
+        self._pack_due = False  # a pack is scheduled for the end of this loop iteration
         self._pending = bytearray()
         self._frames: deque[list[int]] = deque()  # [bytes not yet written, spans] a frame
         self._lock = threading.Lock()
@@ -119,17 +121,34 @@ class ProcessExport(SpanExport):
     def export_records(
         self, context: TraceContext, run_id: str, records: Sequence[SpanRecord]
     ) -> None:
-        """Queue the spans as they are; packed and written within `flush_s`, never blocking."""
+        """Queue the spans as they are; packed this loop iteration, written within `flush_s`."""
         with self._lock:
             if self._closed or self._dead:
                 self.dropped += len(records)
                 return
-            self._queued.append(pack(_entry(context, run_id, records)))
+            self._queued.append(
+                (context.trace_id, context.span_id, context.parent_span_id, run_id, records)
+            )
             self._queued_spans += len(records)
-            if self._queued_spans >= _BATCH:
+            if self._queued_spans >= _BATCH or not (self._pack_due or self._pack_soon()):
                 self._pack()
             if self._timer is None and self._watching is None:
                 self._due_soon()
+
+    def _pack_soon(self) -> bool:
+        """Pack what is queued once this loop iteration's callbacks ran (the lock is held)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False  # no loop here: packed at once
+        loop.call_soon(self._packing_due)
+        self._pack_due = True
+        return True
+
+    def _packing_due(self) -> None:
+        with self._lock:
+            self._pack_due = False
+            self._pack()
 
     def _due_soon(self) -> None:
         """Make sure a write comes: now, or within `flush_s` (the lock is held)."""
@@ -145,8 +164,7 @@ class ProcessExport(SpanExport):
             return
         queued, spans = self._queued, self._queued_spans
         self._queued, self._queued_spans = [], 0
-        body = b"[" + b",".join(queued) + b"]"  # the entries, as `_frame` would pack them
-        self._buffer(_HEADER.pack(len(body)) + body, spans)
+        self._buffer(_frame(queued), spans)
 
     def _buffer(self, frame: bytes, spans: int) -> None:
         """Hold `frame` for the pipe; drop it if the buffer is full (the lock is held)."""

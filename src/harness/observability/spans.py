@@ -91,6 +91,7 @@ these as they are, so a live run pays for no object per span.
 """
 
 _PROVIDERS: Final = frozenset({"openai", "anthropic"})
+_NO_PROVIDERS: Final[Mapping[str, str]] = {}
 _LOST: Final = "the process executing the run stopped before this ended"
 
 
@@ -252,13 +253,13 @@ class TraceBuilder:
     ) -> None:
         self.run_id = run_id
         self.capture_content = capture_content
-        self._providers = providers or {}
+        self._providers = providers if providers is not None else _NO_PROVIDERS
         self._open: dict[str, _Open] = {}
         self._step: str | None = None
         self._chat: str | None = None
         self._pause: str | None = None
-        self._calls: dict[str, str] = {}
-        self._approvals: dict[str, str] = {}
+        self._calls: dict[str, str] | None = None  # tool spans by call id, once there are
+        self._approvals: dict[str, str] | None = None  # approval spans by call id, likewise
         self._done: list[SpanRecord] | None = None  # spans ended by the event being fed
         self._last_ts = 0.0
         self.ended = False
@@ -440,6 +441,9 @@ class TraceBuilder:
 
     def _tool_started(self, event: RunEvent, p: ToolStarted) -> None:
         span = self._tool_span(event, p.tool, p.call_id)
+        if self._calls is None:
+            self._calls = {}
+        self._calls[p.call_id] = span.span_id
         if self.capture_content and p.arguments:
             span.attributes["gen_ai.tool.call.arguments"] = p.arguments
 
@@ -450,15 +454,11 @@ class TraceBuilder:
             "gen_ai.tool.call.id": call_id,
             "gen_ai.tool.type": "function",
         }
-        span = self._child(event, f"execute_tool {tool}", attributes)
-        self._calls[call_id] = span.span_id
-        return span
+        return self._child(event, f"execute_tool {tool}", attributes)
 
     def _tool_completed(self, event: RunEvent, p: ToolCompleted) -> None:
-        span = self._open.get(self._calls.pop(p.call_id, ""))
-        if span is None:
-            span = self._tool_span(event, p.tool, p.call_id)
-            del self._calls[p.call_id]
+        span_id = self._calls.pop(p.call_id, "") if self._calls else ""
+        span = self._open.get(span_id) or self._tool_span(event, p.tool, p.call_id)
         # tool_started is written before approvals and before the calls of a step run;
         # the tool itself ran for duration_s up to its completion.
         if event.ts - p.duration_s > span.start:
@@ -479,11 +479,14 @@ class TraceBuilder:
         }
         if p.reason:
             attributes["harness.approval.reason"] = p.reason
-        span = self._child(event, f"approval {p.tool}", attributes, self._calls.get(p.call_id))
+        tool_span = self._calls.get(p.call_id) if self._calls else None
+        span = self._child(event, f"approval {p.tool}", attributes, tool_span)
+        if self._approvals is None:
+            self._approvals = {}
         self._approvals[p.call_id] = span.span_id
 
     def _approval_decided(self, event: RunEvent, p: ApprovalDecided) -> None:
-        span_id = self._approvals.pop(p.call_id, None)
+        span_id = self._approvals.pop(p.call_id, None) if self._approvals else None
         if span_id is None or span_id not in self._open:
             return
         attributes = self._open[span_id].attributes

@@ -24,7 +24,7 @@ import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal
 
 from harness.core.events import (
     ApprovalDecided,
@@ -135,21 +135,31 @@ class SpanData:
     """`False` for a span cut at the last event of a run that has not ended."""
 
 
-class _Open(NamedTuple):
-    """A span still open; its attributes grow until it ends.
+class _Open:
+    """A span still open: mutable until it ends.
 
-    A tuple, not an object: a burst holds thousands of spans open at once, and the
-    collector stops tracking a tuple of strings, numbers and plain dicts (no list of
-    events until the span has one), so they do not lengthen its passes.
+    A burst holds thousands open at once, so a span makes no list of events until it has
+    one (each container the collector tracks lengthens its passes).
     """
 
-    span_id: str
-    parent_id: str | None
-    name: str
-    kind: SpanKind
-    start: float
-    attributes: dict[str, AttributeValue]
-    events: list[EventRecord] | None = None
+    __slots__ = ("attributes", "events", "kind", "name", "parent_id", "span_id", "start")
+
+    def __init__(
+        self,
+        span_id: str,
+        parent_id: str | None,
+        name: str,
+        kind: SpanKind,
+        start: float,
+        attributes: dict[str, AttributeValue],
+    ) -> None:
+        self.span_id = span_id
+        self.parent_id = parent_id
+        self.name = name
+        self.kind: SpanKind = kind
+        self.start = start
+        self.attributes = attributes
+        self.events: list[EventRecord] | None = None
 
 
 def span_data(record: SpanRecord) -> SpanData:
@@ -461,8 +471,7 @@ class TraceBuilder:
         span = self._open.get(span_id) or self._tool_span(event, p.tool, p.call_id)
         # tool_started is written before approvals and before the calls of a step run;
         # the tool itself ran for duration_s up to its completion.
-        if event.ts - p.duration_s > span.start:
-            span = self._open[span.span_id] = span._replace(start=event.ts - p.duration_s)
+        span.start = max(span.start, event.ts - p.duration_s)
         span.attributes["harness.tool.status"] = p.status
         if p.truncated:
             span.attributes["harness.tool.truncated"] = True
@@ -533,11 +542,9 @@ class TraceBuilder:
         span = self._open.get(span_id) or self._open.get("run")
         if span is None:
             return
-        events = span.events
-        if events is None:
-            events = []
-            self._open[span.span_id] = span._replace(events=events)
-        events.append((event.type, event.ts, attributes))
+        if span.events is None:
+            span.events = []
+        span.events.append((event.type, event.ts, attributes))
 
     def _end(
         self,

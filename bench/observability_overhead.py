@@ -44,6 +44,9 @@ from typing import Any
 
 BENCH = Path(__file__).resolve()
 VARIANTS = ("plain", "metrics", "traces", "both")
+TASK = "What is 2 + 3?"
+SLOW = [False]
+"""Whether the model takes its latency: in a burst, not in its warm-up (as the peers')."""
 _SINK = """
 import sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -77,7 +80,7 @@ def _agent(latency: float) -> Any:
         return a + b
 
     async def model(request):  # type: ignore[no-untyped-def]
-        if LATENCY[0] and latency:
+        if SLOW[0] and latency:
             await asyncio.sleep(latency)
         last = request.messages[-1]
         if last.role == "tool":
@@ -85,9 +88,6 @@ def _agent(latency: float) -> Any:
         return reply(None, call("add", '{"a": 2, "b": 3}'))
 
     return Agent(name="bench", model=FunctionModel(model), tools=[add])
-
-
-LATENCY = [False]
 
 
 def _configure(variant: str, port: int) -> None:
@@ -133,7 +133,7 @@ async def measure(variant: str, mode: str, runs: int, latency: float, port: int)
         harness = await _open(variant, Path(home))
         agent = _agent(latency)
         for _ in range(5 if mode == "burst" else 50):
-            assert (await harness.run(agent, "What is 2 + 3?")).output == "5"
+            assert (await harness.run(agent, TASK)).output == "5"
         await asyncio.sleep(0.2)  # the warm-up's spans leave before the clock starts
         child_before = sum(_cpu_of(pid) for pid in _children())
         gc_s = [0.0, 0.0]
@@ -147,11 +147,11 @@ async def measure(variant: str, mode: str, runs: int, latency: float, port: int)
         gc.callbacks.append(collected)
         cpu, wall = _cpu(), time.perf_counter()
         if mode == "burst":
-            LATENCY[0] = True
-            done = await asyncio.gather(*(harness.run(agent, "What is 2 + 3?") for _ in range(runs)))
-            LATENCY[0] = False
+            SLOW[0] = True
+            done = await asyncio.gather(*(harness.run(agent, TASK) for _ in range(runs)))
+            SLOW[0] = False
         else:
-            done = [await harness.run(agent, "What is 2 + 3?") for _ in range(runs)]
+            done = [await harness.run(agent, TASK) for _ in range(runs)]
         wall, cpu = time.perf_counter() - wall, _cpu() - cpu
         gc.callbacks.remove(collected)
         assert all(result.output == "5" for result in done)
@@ -258,11 +258,11 @@ async def profile(variant: str, runs: int, latency: float, top: int) -> None:
             harness = await _open(variant, Path(home))
             agent = _agent(latency)
             for _ in range(5):
-                await harness.run(agent, "What is 2 + 3?")
-            LATENCY[0] = True
+                await harness.run(agent, TASK)
+            SLOW[0] = True
             prof = cProfile.Profile()
             prof.enable()
-            await asyncio.gather(*(harness.run(agent, "What is 2 + 3?") for _ in range(runs)))
+            await asyncio.gather(*(harness.run(agent, TASK) for _ in range(runs)))
             prof.disable()
             await harness.aclose()
     finally:
@@ -274,9 +274,9 @@ async def profile(variant: str, runs: int, latency: float, top: int) -> None:
     stats.sort_stats("tottime").print_stats(top)
     ours = {k: v for k, v in stats.stats.items() if "observability" in k[0]}  # type: ignore[attr-defined]
     print("observability functions, calls per run, cumulative µs per run:")
-    for (path, line, name), (_, calls, _, cum, _) in sorted(
-        ours.items(), key=lambda kv: -kv[1][3]
-    )[:top]:
+    for (path, line, name), (_, calls, _, cum, _) in sorted(ours.items(), key=lambda kv: -kv[1][3])[
+        :top
+    ]:
         print(f"  {calls / runs:7.2f} {cum / runs * 1e6:8.1f}  {Path(path).name}:{line} {name}")
 
 
@@ -288,7 +288,7 @@ async def subscribers(reps: int = 7, runs: int = 2000) -> None:
     included, not the child). CPU time, the least of `reps` repetitions of `runs` runs.
     """
     from harness import Harness
-    from harness.observability import LiveTraces, SpanExport, TraceContext
+    from harness.observability import LiveTraces, SpanExport
     from harness.observability.export_process import ProcessExport
     from harness.observability.metrics import MetricsSubscriber
     from harness.runtime import Settings
@@ -299,7 +299,7 @@ async def subscribers(reps: int = 7, runs: int = 2000) -> None:
 
     with tempfile.TemporaryDirectory() as scratch:
         async with Harness(Settings(home=Path(scratch))) as h:
-            events = await h.store.events((await h.run(_agent(0.0), "What is 2 + 3?")).run_id)
+            events = await h.store.events((await h.run(_agent(0.0), TASK)).run_id)
 
     async def nothing(run_id: str) -> None:
         return None

@@ -1,13 +1,23 @@
-"""The span builder alone, fed hand-written events: each shape a run can take."""
+"""The span builder alone, fed hand-written events: each shape a run can take (and what
+following many runs at once holds)."""
 
 import dataclasses
+import gc
 from typing import Any
 
 import pytest
 
 from harness.core.events import EVENT_CLASSES, RunEvent
 from harness.core.usage import Usage
-from harness.observability import SpanData, TraceBuilder, TraceContext, child_span_id, split_model
+from harness.observability import (
+    LiveTraces,
+    SpanData,
+    SpanExport,
+    TraceBuilder,
+    TraceContext,
+    child_span_id,
+    split_model,
+)
 
 DEFAULTS: dict[str, Any] = {
     "parent_run_id": None,
@@ -257,3 +267,52 @@ def test_samplers_from_the_standard_variables() -> None:
         Sampler.from_env({"OTEL_TRACES_SAMPLER": "sometimes"})
     with pytest.raises(ConfigError, match="give a ratio from 0 to 1"):
         Sampler.from_env({"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"})
+
+
+def _event(run_id: str, seq: int, type: str, **payload: Any) -> RunEvent:
+    cls = EVENT_CLASSES[type]
+    fields = {f.name: DEFAULTS[f.name] for f in dataclasses.fields(cls) if f.name in DEFAULTS}
+    return RunEvent(run_id=run_id, seq=seq, ts=float(seq), payload=cls(**{**fields, **payload}))
+
+
+async def test_runs_followed_mid_call_hold_few_objects_the_collector_tracks() -> None:
+    """A burst keeps thousands of runs in flight: each object the collector tracks per run
+    lengthens its passes and brings its full collections sooner (it held 10, once)."""
+    runs = 1000
+    ids = [f"run_{i}" for i in range(runs)]
+    opening = [
+        ("run_submitted", {"agent": "ops"}),
+        ("run_started", {"agent": "ops", "model": "openai:gpt-4.1-mini", "strategy": "react"}),
+        ("step_started", {"step": 1}),
+        ("model_called", {"step": 1, "model": "openai:gpt-4.1-mini", "request_id": "r1"}),
+    ]
+    events = [
+        [_event(run_id, seq, type, **payload) for seq, (type, payload) in enumerate(opening, 1)]
+        for run_id in ids
+    ]
+    contexts = [TraceContext.new() for _ in ids]
+
+    async def unknown(run_id: str) -> None:
+        return None
+
+    exported: list[object] = []
+
+    class Keep(SpanExport):
+        def export_records(self, context: TraceContext, run_id: str, records: Any) -> None:
+            exported.append(records)
+
+    traces = LiveTraces(Keep(), unknown)
+    gc.collect()
+    before = len(gc.get_objects())
+    for run_id, context, run_events in zip(ids, contexts, events, strict=True):
+        traces.begin(run_id, context)
+        for event in run_events:
+            traces(event)
+    gc.collect()
+    held = (len(gc.get_objects()) - before) / runs
+    assert exported == []  # the run, its step and its model call are all still open
+    assert held < 5.5, f"{held:.1f} tracked objects per run in flight"
+    for run_id in ids:  # and they all end as they should
+        traces(_event(run_id, 5, "run_finished", usage=Usage()))
+    assert len(exported) == runs
+    assert {len(records) for records in exported} == {3}  # type: ignore[arg-type]

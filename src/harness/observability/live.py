@@ -68,11 +68,24 @@ class StoredRun:
 Lookup = Callable[[str], Awaitable[StoredRun | None]]
 
 
-class _Run:
-    __slots__ = ("builder", "context", "held")
+class _Run(TraceBuilder):
+    """A run followed here: its builder, its trace context once known, events held till then.
 
-    def __init__(self, builder: TraceBuilder, context: TraceContext | None) -> None:
-        self.builder = builder
+    One object per run in flight (a burst holds thousands, and each object the collector
+    tracks makes its passes longer).
+    """
+
+    __slots__ = ("context", "held")
+
+    def __init__(
+        self,
+        run_id: str,
+        context: TraceContext | None,
+        *,
+        capture_content: bool,
+        providers: Mapping[str, str] | None,
+    ) -> None:
+        super().__init__(run_id, capture_content=capture_content, providers=providers)
         self.context = context
         self.held: list[RunEvent] | None = None if context is not None else []
 
@@ -115,7 +128,7 @@ class LiveTraces:
 
     def begin(self, run_id: str, context: TraceContext) -> None:
         """Follow a run submitted here, whose context is known."""
-        self._remember(run_id, _Run(self._builder(run_id), context))
+        self._remember(run_id, self._run(run_id, context))
 
     def __call__(self, event: RunEvent) -> None:
         """The bus subscriber: one event, in order."""
@@ -127,11 +140,10 @@ class LiveTraces:
         elif run.held is not None:
             run.held.append(event)
         elif run.context is not None and run.context.sampled:  # the common case, inline
-            builder = run.builder
-            records = builder.feed_records(event)
+            records = run.feed_records(event)
             if records:
                 self.export.export_records(run.context, event.run_id, records)
-            if builder.ended or type(event.payload) is RunPaused:
+            if run.ended or type(event.payload) is RunPaused:
                 self._runs.pop(event.run_id, None)  # a resumed run is looked up again
         else:
             self._feed(event.run_id, run, event)
@@ -148,15 +160,14 @@ class LiveTraces:
             if isinstance(event.payload, _ENDS):
                 self._runs.pop(run_id, None)
             return
-        builder = run.builder
-        records = builder.feed_records(event)
+        records = run.feed_records(event)
         if records and context is not None:
             self.export.export_records(context, run_id, records)
-        if builder.ended or type(event.payload) is RunPaused:
+        if run.ended or type(event.payload) is RunPaused:
             self._runs.pop(run_id, None)  # a resumed run is looked up again
 
     def _learn(self, event: RunEvent) -> None:
-        run = _Run(self._builder(event.run_id), None)
+        run = self._run(event.run_id, None)
         run.held = [event]
         self._remember(event.run_id, run)
         task = asyncio.get_running_loop().create_task(self._resolve(event.run_id, run))
@@ -177,12 +188,12 @@ class LiveTraces:
         first = held[0].seq
         for event in stored.events:
             if event.seq < first:
-                run.builder.feed_records(event)  # what an earlier process saw, and exported
+                run.feed_records(event)  # what an earlier process saw, and exported
         for event in held:
             self._feed(run_id, run, event)
 
-    def _builder(self, run_id: str) -> TraceBuilder:
-        return TraceBuilder(run_id, capture_content=self._capture, providers=self._providers)
+    def _run(self, run_id: str, context: TraceContext | None) -> _Run:
+        return _Run(run_id, context, capture_content=self._capture, providers=self._providers)
 
     def _remember(self, run_id: str, run: _Run) -> None:
         self._runs[run_id] = run

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -79,7 +79,7 @@ SpanRecord = tuple[
     float,
     float,
     dict[str, AttributeValue],
-    list[EventRecord],
+    Sequence[EventRecord],
     SpanStatus,
     str | None,
     bool,
@@ -91,6 +91,7 @@ these as they are, so a live run pays for no object per span.
 """
 
 _PROVIDERS: Final = frozenset({"openai", "anthropic"})
+_NO_PROVIDERS: Final[Mapping[str, str]] = {}
 _LOST: Final = "the process executing the run stopped before this ended"
 
 
@@ -135,7 +136,11 @@ class SpanData:
 
 
 class _Open:
-    """A span still open: mutable until it ends."""
+    """A span still open: mutable until it ends.
+
+    A burst holds thousands open at once, so a span makes no list of events until it has
+    one (each container the collector tracks lengthens its passes).
+    """
 
     __slots__ = ("attributes", "events", "kind", "name", "parent_id", "span_id", "start")
 
@@ -154,7 +159,7 @@ class _Open:
         self.kind: SpanKind = kind
         self.start = start
         self.attributes = attributes
-        self.events: list[EventRecord] = []
+        self.events: list[EventRecord] | None = None
 
 
 def span_data(record: SpanRecord) -> SpanData:
@@ -234,6 +239,21 @@ class TraceBuilder:
             `gen_ai.provider.name` of a model named after its profile.
     """
 
+    __slots__ = (
+        "_approvals",
+        "_calls",
+        "_chat",
+        "_done",
+        "_last_ts",
+        "_open",
+        "_pause",
+        "_providers",
+        "_step",
+        "capture_content",
+        "ended",
+        "run_id",
+    )
+
     def __init__(
         self,
         run_id: str,
@@ -243,14 +263,14 @@ class TraceBuilder:
     ) -> None:
         self.run_id = run_id
         self.capture_content = capture_content
-        self._providers = providers or {}
+        self._providers = providers if providers is not None else _NO_PROVIDERS
         self._open: dict[str, _Open] = {}
         self._step: str | None = None
         self._chat: str | None = None
         self._pause: str | None = None
-        self._calls: dict[str, str] = {}
-        self._approvals: dict[str, str] = {}
-        self._done: list[SpanRecord] = []
+        self._calls: dict[str, str] | None = None  # tool spans by call id, once there are
+        self._approvals: dict[str, str] | None = None  # approval spans by call id, likewise
+        self._done: list[SpanRecord] | None = None  # spans ended by the event being fed
         self._last_ts = 0.0
         self.ended = False
         """Whether the run span has ended (a terminal event was fed)."""
@@ -265,16 +285,17 @@ class TraceBuilder:
         if handler is not None:
             handler(self, event, event.payload)
         self._last_ts = event.ts
-        if not self._done:
+        done = self._done
+        if done is None:
             return ()
-        done, self._done = self._done, []
+        self._done = None
         return done
 
     def close(self) -> list[SpanData]:
         """End every open span at the last event, marked unfinished (a run still going)."""
         for span_id in reversed(list(self._open)):
             self._end(span_id, self._last_ts, finished=False)
-        done, self._done = self._done, []
+        done, self._done = self._done or [], None
         return [span_data(record) for record in done]
 
     # ----- the run
@@ -430,6 +451,9 @@ class TraceBuilder:
 
     def _tool_started(self, event: RunEvent, p: ToolStarted) -> None:
         span = self._tool_span(event, p.tool, p.call_id)
+        if self._calls is None:
+            self._calls = {}
+        self._calls[p.call_id] = span.span_id
         if self.capture_content and p.arguments:
             span.attributes["gen_ai.tool.call.arguments"] = p.arguments
 
@@ -440,15 +464,11 @@ class TraceBuilder:
             "gen_ai.tool.call.id": call_id,
             "gen_ai.tool.type": "function",
         }
-        span = self._child(event, f"execute_tool {tool}", attributes)
-        self._calls[call_id] = span.span_id
-        return span
+        return self._child(event, f"execute_tool {tool}", attributes)
 
     def _tool_completed(self, event: RunEvent, p: ToolCompleted) -> None:
-        span = self._open.get(self._calls.pop(p.call_id, ""))
-        if span is None:
-            span = self._tool_span(event, p.tool, p.call_id)
-            del self._calls[p.call_id]
+        span_id = self._calls.pop(p.call_id, "") if self._calls else ""
+        span = self._open.get(span_id) or self._tool_span(event, p.tool, p.call_id)
         # tool_started is written before approvals and before the calls of a step run;
         # the tool itself ran for duration_s up to its completion.
         span.start = max(span.start, event.ts - p.duration_s)
@@ -468,11 +488,14 @@ class TraceBuilder:
         }
         if p.reason:
             attributes["harness.approval.reason"] = p.reason
-        span = self._child(event, f"approval {p.tool}", attributes, self._calls.get(p.call_id))
+        tool_span = self._calls.get(p.call_id) if self._calls else None
+        span = self._child(event, f"approval {p.tool}", attributes, tool_span)
+        if self._approvals is None:
+            self._approvals = {}
         self._approvals[p.call_id] = span.span_id
 
     def _approval_decided(self, event: RunEvent, p: ApprovalDecided) -> None:
-        span_id = self._approvals.pop(p.call_id, None)
+        span_id = self._approvals.pop(p.call_id, None) if self._approvals else None
         if span_id is None or span_id not in self._open:
             return
         attributes = self._open[span_id].attributes
@@ -517,8 +540,11 @@ class TraceBuilder:
         self, event: RunEvent, span_id: str, attributes: Mapping[str, AttributeValue]
     ) -> None:
         span = self._open.get(span_id) or self._open.get("run")
-        if span is not None:
-            span.events.append((event.type, event.ts, attributes))
+        if span is None:
+            return
+        if span.events is None:
+            span.events = []
+        span.events.append((event.type, event.ts, attributes))
 
     def _end(
         self,
@@ -543,6 +569,8 @@ class TraceBuilder:
             span.attributes["error.type"] = error
             status = "error"
         start = span.start
+        if self._done is None:
+            self._done = []
         self._done.append(
             (
                 span.span_id,
@@ -552,7 +580,7 @@ class TraceBuilder:
                 start,
                 ts if ts > start else start,
                 span.attributes,
-                span.events,
+                span.events or (),
                 status,
                 message,
                 finished,

@@ -53,7 +53,7 @@ def agent(latency_s: float) -> Agent:
         last = request.messages[-1]
         return reply(last.content) if last.role == "tool" else reply(None, call("add", ARGS))
 
-    return Agent(name="bench", model=FunctionModel(model), tools=[add])
+    return Agent(name="bench", model=FunctionModel(model, keep_requests=False), tools=[add])
 
 
 def raw_durable_us(runs: int, home: Path) -> float:
@@ -234,7 +234,7 @@ async def _parked(runs: int, home: Path, *, traced: bool) -> int:
         await gate.wait()
         return reply(last.content)
 
-    bench = Agent(name="parked", model=FunctionModel(model), tools=[add])
+    bench = Agent(name="parked", model=FunctionModel(model, keep_requests=False), tools=[add])
     async with Harness(
         Settings(home=home), max_concurrent=runs + 1, max_queue=runs + 1, adopt=False
     ) as h:

@@ -35,7 +35,7 @@ async def setup(workdir: str) -> None:
             return reply(last.content)
         return reply(None, call("add", TOOL_ARGS_JSON))
 
-    _agent = Agent(name="bench", model=FunctionModel(model), tools=[add])
+    _agent = Agent(name="bench", model=FunctionModel(model, keep_requests=False), tools=[add])
     _harness = Harness(Settings(home=Path(workdir)), max_concurrent=2000, adopt=False)
     await _harness.open()
 

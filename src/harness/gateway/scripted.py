@@ -105,18 +105,29 @@ class FunctionModel:
     """A model whose every answer comes from a function of the request.
 
     The function may be sync or async and returns a `ModelResponse`, an assistant
-    `Message`, or plain text. Every request received is kept in `requests`.
+    `Message`, or plain text. Every request received is kept in `requests`, unless
+    `keep_requests` is false.
 
     Args:
         function: Called once per request.
         name: Label for events and logs.
         latency_s: Seconds to wait before answering, to simulate a real model.
+        keep_requests: Keep each request in `requests`. A request refers to its run, so a
+            model shared by many runs keeps every run alive; benchmarks turn this off.
     """
 
-    def __init__(self, function: ReplyFunction, *, name: str = "function", latency_s: float = 0.0):
+    def __init__(
+        self,
+        function: ReplyFunction,
+        *,
+        name: str = "function",
+        latency_s: float = 0.0,
+        keep_requests: bool = True,
+    ):
         self._function = function
         self._name = name
         self.latency_s = latency_s
+        self.keep_requests = keep_requests
         self.requests: list[ModelRequest] = []
 
     @property
@@ -126,7 +137,8 @@ class FunctionModel:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Answer one request from the function."""
-        self.requests.append(request)
+        if self.keep_requests:
+            self.requests.append(request)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         value = self._function(request)

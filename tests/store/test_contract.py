@@ -523,6 +523,23 @@ async def test_messages_round_trip_exactly_and_in_order(store: EventStore) -> No
     assert await store.messages("run_2") == [Message.user("other")]
 
 
+async def test_messages_of_many_runs_come_by_run_each_in_order(store: EventStore) -> None:
+    ids = [f"run_{i:04}" for i in range(1203)]  # several batches of ids
+    for run_id in ids:
+        await new_run(store, run_id)
+    await asyncio.gather(
+        *(store.append(StepWrite(run_id=run_id, messages=[Message.user(run_id)])) for run_id in ids)
+    )
+    await store.append(StepWrite(run_id="run_0007", messages=CONVERSATION))
+    await new_run(store, "silent")
+    found = await store.messages_of_runs([*reversed(ids), "run_0007", "silent", "missing"])
+    assert set(found) == {*ids, "silent", "missing"}
+    assert found["run_0007"] == [Message.user("run_0007"), *CONVERSATION]
+    assert all(found[run_id] == [Message.user(run_id)] for run_id in ids if run_id != "run_0007")
+    assert found["silent"] == found["missing"] == []
+    assert await store.messages_of_runs([]) == {}
+
+
 async def test_each_message_row_keeps_its_tokens_and_their_source(target: str) -> None:
     async with await open_store(target) as store:
         await new_run(store)

@@ -157,13 +157,14 @@ class RunExecutor:
             wanted = [run_id for run_id in self.own if run_id not in self._handles]
             claimed = await self._claim_ids(wanted, free)
         new = [r for r in claimed if r.run_id not in self._handles]
-        history = await self._history(new)
+        history, messages = await self._histories(new)
         refused: list[str] = []
         for record in new:
             if record.run_id in self._handles:
                 continue
             if self._fits(record):
-                self._start_task(record, events=history.get(record.run_id, []))
+                events = history.get(record.run_id, [])
+                self._start_task(record, messages[record.run_id], events=events)
             else:
                 refused.append(record.run_id)
         if refused:
@@ -205,13 +206,24 @@ class RunExecutor:
             self._owner, lease_s=self._lease_s, run_ids=wanted, limit=free
         )
 
-    async def _history(self, records: list[RunRecord]) -> dict[str, list[RunEvent]]:
-        """The events of the claimed runs that ran before, in one read, by run."""
+    async def _histories(
+        self, records: list[RunRecord]
+    ) -> tuple[dict[str, list[RunEvent]], dict[str, list[Message]]]:
+        """The claimed runs' messages, and the events of those that ran before, by run.
+
+        Two batched reads, at the same time, however many runs were claimed.
+        """
+        if not records:
+            return {}, {}
         ran = [r.run_id for r in records if r.state != RunState.PENDING or r.last_seq > 1]
+        events, messages = await asyncio.gather(
+            self._store.events_of_runs(ran) if ran else _no_events(),
+            self._store.messages_of_runs([r.run_id for r in records]),
+        )
         by_run: dict[str, list[RunEvent]] = {}
-        for event in await self._store.events_of_runs(ran) if ran else ():
+        for event in events:
             by_run.setdefault(event.run_id, []).append(event)
-        return by_run
+        return by_run, messages
 
     def reserve(self, model: str | None) -> bool:
         """Hold a slot for a run of `model` about to be created leased to this process.
@@ -235,20 +247,20 @@ class RunExecutor:
         """Start a run created leased to this process, in the slot `reserve` held."""
         self.unreserve(record.model)
         if record.run_id not in self._handles:
-            self._start_task(record, messages=messages)
+            self._start_task(record, messages)
 
     def result_of(self, run_id: str) -> asyncio.Future[RunResult | None] | None:
         """The result of a run executing here, when it ends (`None`: ask the store)."""
         return self._results.get(run_id)
 
     def _start_task(
-        self,
-        record: RunRecord,
-        *,
-        messages: list[Message] | None = None,
-        events: list[RunEvent] | None = None,
+        self, record: RunRecord, messages: list[Message], *, events: list[RunEvent] | None = None
     ) -> None:
-        """Execute `record`: launched with its `messages`, or claimed with its `events`."""
+        """Execute `record` from its `messages`.
+
+        `events` is `None` for a run launched here (created RUNNING), and the events of a
+        claimed run otherwise (`[]` when it never ran).
+        """
         if self._on_start is not None:
             self._on_start(record)
         handle = RunHandle(run_id=record.run_id)
@@ -333,7 +345,7 @@ class RunExecutor:
         self,
         record: RunRecord,
         handle: RunHandle,
-        messages: list[Message] | None,
+        messages: list[Message],
         events: list[RunEvent] | None,
     ) -> None:
         result: RunResult | None = None
@@ -390,14 +402,15 @@ class RunExecutor:
         self,
         record: RunRecord,
         handle: RunHandle,
-        messages: list[Message] | None,
+        messages: list[Message],
         events: list[RunEvent] | None,
     ) -> RunResult | None:
         run_id = record.run_id
         agent = self._agents.for_run(record)
         assert agent is not None  # `_runnable` checked
-        # A run launched by our own submit was created RUNNING; any other is moved there.
-        started = [] if messages is not None else await self._start(record)
+        # A run launched by our own submit (no events) was created RUNNING; a claimed one
+        # is moved there.
+        started = [] if events is None else await self._start(record)
         if started is None:
             return None
         self._publish(started)
@@ -420,14 +433,13 @@ class RunExecutor:
             audit=self._audit or sink,
             results=StoredResults(self._store, sink),
         )
-        history = messages if messages is not None else await self._store.messages(run_id)
         left = _left_off(events or ())
         if left.not_started:
             await self._redeliver(run_id, handle, left.not_started)
         try:
             result = await loop.run(
                 run_id,
-                history,
+                messages,
                 not_started=left.not_started,
                 usage=record.usage,
                 context=left.context,
@@ -525,6 +537,10 @@ class RunExecutor:
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:
             self._bus.publish(event)
+
+
+async def _no_events() -> list[RunEvent]:
+    return []
 
 
 def _unrecorded(run_id: str, exc: StoreError) -> StoreError:

@@ -29,6 +29,7 @@ __all__ = [
     "list_runs",
     "message_tokens",
     "messages",
+    "messages_of_runs",
     "schema_version",
 ]
 
@@ -115,6 +116,23 @@ def messages(db: Db, run_id: str) -> list[Message]:
     """The run's messages, in order."""
     rows = db.query("SELECT body FROM messages WHERE run_id = ? ORDER BY seq", (run_id,))
     return [message_from_body(row[0]) for row in rows]
+
+
+def messages_of_runs(db: Db, run_ids: Sequence[str]) -> dict[str, list[Message]]:
+    """The messages of `run_ids`, by run, in order; a run without any maps to `[]`.
+
+    One query per `_IDS_PER_QUERY` runs, as `events_of_runs`.
+    """
+    found: dict[str, list[Message]] = {run_id: [] for run_id in run_ids}
+    for ids in _chunks(run_ids):
+        rows = db.query(
+            f"SELECT run_id, body FROM messages WHERE run_id IN ({marks(len(ids))}) "
+            "ORDER BY run_id, seq",
+            tuple(ids),
+        )
+        for run_id, body in rows:
+            found[run_id].append(message_from_body(body))
+    return found
 
 
 def events_of_runs(db: Db, run_ids: Sequence[str], types: Sequence[str] | None) -> list[RunEvent]:

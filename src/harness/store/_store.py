@@ -193,6 +193,11 @@ class SqlStore:
         """The run's messages, in order."""
         return await self._read(lambda db: _reads.messages(db, run_id))
 
+    async def messages_of_runs(self, run_ids: Collection[str]) -> dict[str, list[Message]]:
+        """The messages of several runs in batched queries; see `EventStore.messages_of_runs`."""
+        ids = tuple(dict.fromkeys(run_ids))
+        return await self._read(lambda db: _reads.messages_of_runs(db, ids))
+
     async def message_tokens(
         self, run_ids: Collection[str], *, roles: Collection[str] | None = None
     ) -> list[MessageTokens]:

@@ -361,6 +361,15 @@ class EventStore(Protocol):
         """The run's whole message history, in order, exactly as appended."""
         ...
 
+    async def messages_of_runs(self, run_ids: Collection[str]) -> dict[str, list[Message]]:
+        """The message histories of several runs, each in order, keyed by run id.
+
+        Every run asked for is a key (`[]` when it has no messages or does not exist).
+        Read in a few batched queries however many runs there are: a process that claims
+        a batch of runs reads their histories at once, not once per run.
+        """
+        ...
+
     async def message_tokens(
         self, run_ids: Collection[str], *, roles: Collection[str] | None = None
     ) -> list[MessageTokens]:

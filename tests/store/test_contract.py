@@ -791,6 +791,26 @@ async def test_expired_runs_are_unfinished_runs_past_their_lease(
     assert [r.run_id for r in await store.expired_runs()] == ["run_0", "run_2"]
 
 
+async def test_lease_expires_in_names_the_next_lease_of_another_owner(
+    store: EventStore, clock: FakeClock
+) -> None:
+    for i in range(3):
+        await new_run(store, f"run_{i}", state="RUNNING")
+    assert await store.lease_expires_in("w1") is None
+    await store.claim("w1", lease_s=10, run_ids=["run_0"])
+    await store.claim("w2", lease_s=20, run_ids=["run_1", "run_2"])
+    assert await store.lease_expires_in("w1") == 20  # its own lease does not count
+    assert await store.lease_expires_in("w2") == 10
+    clock.advance(5)
+    await step(store, "run_1", update=RunUpdate(state="COMPLETED"))
+    assert await store.lease_expires_in("w1") == 15
+    assert await store.lease_expires_in("w2") == 5
+    clock.advance(5)
+    assert await store.lease_expires_in("w2") is None  # w1's lease ran out already
+    await step(store, "run_2", update=RunUpdate(state="COMPLETED"))
+    assert await store.lease_expires_in("w1") is None  # a finished run's lease is no news
+
+
 # Controls
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -57,6 +58,8 @@ __all__ = ["RunExecutor"]
 
 _log = logging.getLogger(__name__)
 _POLL_S = 0.2
+_LATE_S = 0.002
+"""How long after a lease runs out the look for it comes (clocks of two processes)."""
 
 
 class RunExecutor:
@@ -93,6 +96,8 @@ class RunExecutor:
         """The queue held runs this process cannot take at the last claim."""
         self._expired_checked = -_POLL_S
         """When expired leases were last looked for (`time.monotonic()`)."""
+        self._expiry_due = math.inf
+        """When the next lease of another owner runs out (`time.monotonic()`), as last read."""
         self._reserved: list[str] = []
         """Models of runs being created to start here at once (see `reserve`)."""
         self._wake = asyncio.Event()
@@ -142,8 +147,16 @@ class RunExecutor:
             except Exception:
                 _log.exception("claiming runs failed; trying again")
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_POLL_S):
+                async with asyncio.timeout(self._until_next_look()):
                     await self._wake.wait()
+
+    def _until_next_look(self) -> float:
+        """Seconds until the next poll, or sooner when another owner's lease runs out then.
+
+        A lease due already (no slot was free to take its run) waits for the poll.
+        """
+        left = self._expiry_due - time.monotonic()
+        return left if 0 < left < _POLL_S else _POLL_S
 
     async def _claim(self) -> None:
         """Claim as many runs as there is room for, in one statement per kind, and start them."""
@@ -171,12 +184,21 @@ class RunExecutor:
             await self._store.release(self._owner, refused)
 
     async def _claim_expired(self, free: int) -> list[RunRecord]:
-        """Runs whose owner died, looked for at most once per poll: leases expire with time."""
+        """Runs whose owner died, looked for once per poll and when the next lease runs out.
+
+        Leases expire with time, not on a wake: a run finishing here says nothing new. The
+        same look reads when the next lease of another owner runs out, so that a process
+        on standby takes over its runs then, not up to a poll later.
+        """
         now = time.monotonic()
-        if free <= 0 or now < self._expired_checked + _POLL_S:
+        if free <= 0 or (now < self._expired_checked + _POLL_S and now < self._expiry_due):
             return []
         self._expired_checked = now
-        wanted = [r.run_id for r in await self._store.expired_runs() if self._runnable(r)]
+        expired, next_in = await asyncio.gather(
+            self._store.expired_runs(), self._store.lease_expires_in(self._owner)
+        )
+        self._expiry_due = math.inf if next_in is None else now + next_in + _LATE_S
+        wanted = [r.run_id for r in expired if self._runnable(r)]
         return await self._claim_ids(wanted, free)
 
     async def _claim_pending(self, free: int) -> list[RunRecord]:

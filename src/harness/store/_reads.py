@@ -16,7 +16,7 @@ from harness.store._rows import (
     unwrap,
 )
 from harness.store._sql import Db, marks
-from harness.store.protocol import TERMINAL_STATES, MessageTokens, RunRecord
+from harness.store.protocol import RUN_STATES, TERMINAL_STATES, MessageTokens, RunRecord
 
 __all__ = [
     "RunFilter",
@@ -26,6 +26,7 @@ __all__ = [
     "expired_runs",
     "get_blob",
     "get_run",
+    "lease_expires_in",
     "list_runs",
     "message_tokens",
     "messages",
@@ -206,15 +207,34 @@ def audit(db: Db, run_id: str | None) -> list[dict[str, Any]]:
 
 
 def expired_runs(db: Db, now: float) -> list[RunRecord]:
-    """Started, unfinished runs whose lease ran out or was given up; the longest expired first."""
+    """Started, unfinished runs whose lease ran out or was given up; the longest expired first.
+
+    The unfinished states are named (not "not finished"), so that the query visits those
+    runs only, by the state index, however many finished runs the table holds.
+    """
     rows = db.query(
-        f"SELECT {RUN_COLUMNS} FROM runs WHERE ((owner IS NOT NULL AND lease_expires_at <= ?) "
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE state IN ({marks(len(_UNFINISHED))}) "
+        "AND ((owner IS NOT NULL AND lease_expires_at <= ?) "
         "OR (owner IS NULL AND state IN ('RUNNING', 'WAITING_TOOL'))) "
-        f"AND state NOT IN ({marks(len(TERMINAL_STATES))}) "
         "ORDER BY lease_expires_at, run_id",
-        (now, *sorted(str(state) for state in TERMINAL_STATES)),
+        (*_UNFINISHED, now),
     )
     return [run_from_row(row) for row in rows]
+
+
+def lease_expires_in(db: Db, owner: str, now: float) -> float | None:
+    """Seconds until the next lease of another owner on an unfinished run runs out."""
+    rows = db.query(
+        "SELECT MIN(lease_expires_at) FROM runs "
+        f"WHERE state IN ({marks(len(_UNFINISHED))}) AND owner <> ? AND lease_expires_at > ?",
+        (*_UNFINISHED, owner, now),
+    )
+    first = rows[0][0] if rows else None
+    return None if first is None else float(first) - now
+
+
+_UNFINISHED: Final = tuple(sorted(str(state) for state in RUN_STATES - TERMINAL_STATES))
+"""The states a run can leave, by name."""
 
 
 def schema_version(db: Db) -> int:

@@ -256,6 +256,11 @@ class SqlStore:
         now = self._clock.now()
         return await self._read(lambda db: _reads.expired_runs(db, now))
 
+    async def lease_expires_in(self, owner: str) -> float | None:
+        """Seconds until another owner's next lease runs out; see `EventStore`."""
+        now = self._clock.now()
+        return await self._read(lambda db: _reads.lease_expires_in(db, owner, now))
+
     async def send_control(
         self, run_id: str, kind: ControlKind, payload: Mapping[str, Any] | None = None
     ) -> int:

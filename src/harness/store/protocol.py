@@ -430,6 +430,15 @@ class EventStore(Protocol):
         """Unfinished runs whose owner's lease ran out, or started runs nobody holds."""
         ...
 
+    async def lease_expires_in(self, owner: str) -> float | None:
+        """Seconds until the next lease held by an owner other than `owner` runs out.
+
+        Only leases on unfinished runs that have not run out yet count; `None` when there
+        is none. A process that takes over runs looks for expired leases then, rather than
+        at its next poll only.
+        """
+        ...
+
     async def send_control(
         self, run_id: str, kind: ControlKind, payload: Mapping[str, Any] | None = None
     ) -> int:

@@ -38,6 +38,24 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
+class _Forget(list[ModelRequest]):
+    """A request log that keeps nothing.
+
+    `FunctionModel` keeps every request it received (tests read them), and a request
+    holds its run's observer: with it, every run a bench ever ran stays in memory, which
+    no real model does (the collector's full passes then walk them all, again and again).
+    """
+
+    def append(self, request: ModelRequest) -> None:
+        """Keep nothing."""
+
+
+def forgetful(model: FunctionModel) -> FunctionModel:
+    """`model`, with a request log that keeps nothing (see `_Forget`)."""
+    model.requests = _Forget()
+    return model
+
+
 def agent(latency_s: float) -> Agent:
     async def model(request: ModelRequest) -> Message:
         if latency_s:
@@ -45,7 +63,7 @@ def agent(latency_s: float) -> Agent:
         last = request.messages[-1]
         return reply(last.content) if last.role == "tool" else reply(None, call("add", ARGS))
 
-    return Agent(name="bench", model=FunctionModel(model), tools=[add])
+    return Agent(name="bench", model=forgetful(FunctionModel(model)), tools=[add])
 
 
 def raw_durable_us(runs: int, home: Path) -> float:
@@ -222,7 +240,7 @@ async def _parked(runs: int, home: Path, *, traced: bool) -> int:
         await gate.wait()
         return reply(last.content)
 
-    bench = Agent(name="parked", model=FunctionModel(model), tools=[add])
+    bench = Agent(name="parked", model=forgetful(FunctionModel(model)), tools=[add])
     async with Harness(
         Settings(home=home), max_concurrent=runs + 1, max_queue=runs + 1, adopt=False
     ) as h:

@@ -100,6 +100,8 @@ class RunExecutor:
         """When the next lease of another owner runs out (`time.monotonic()`), as last read."""
         self._reserved: list[str] = []
         """Models of runs being created to start here at once (see `reserve`)."""
+        self._claiming = 0
+        """Slots held by the claim in flight (see `_claim`)."""
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.streaming: Counter[str] = Counter()
@@ -159,18 +161,19 @@ class RunExecutor:
         return left if 0 < left < _POLL_S else _POLL_S
 
     async def _claim(self) -> None:
-        """Claim as many runs as there is room for, in one statement per kind, and start them."""
+        """Claim as many runs as there is room for, in one statement per kind, and start them.
+
+        The free slots are held while the claim and its reads are in flight, so that a
+        submit meanwhile (`reserve`) does not take one of them too.
+        """
         free = self._max - len(self._handles) - len(self._reserved)
         if free <= 0:
             return
-        if self._adopt:
-            claimed = await self._claim_expired(free)
-            claimed += await self._claim_pending(free - len(claimed))
-        else:  # only our own runs that wait for room: the claim checks their state
-            wanted = [run_id for run_id in self.own if run_id not in self._handles]
-            claimed = await self._claim_ids(wanted, free)
-        new = [r for r in claimed if r.run_id not in self._handles]
-        history, messages = await self._histories(new)
+        self._claiming = free
+        try:
+            new, history, messages = await self._claim_free(free)
+        finally:
+            self._claiming = 0
         refused: list[str] = []
         for record in new:
             if record.run_id in self._handles:
@@ -182,6 +185,20 @@ class RunExecutor:
                 refused.append(record.run_id)
         if refused:
             await self._store.release(self._owner, refused)
+
+    async def _claim_free(
+        self, free: int
+    ) -> tuple[list[RunRecord], dict[str, list[RunEvent]], dict[str, list[Message]]]:
+        """Up to `free` runs claimed (not started here yet), with their events and messages."""
+        if self._adopt:
+            claimed = await self._claim_expired(free)
+            claimed += await self._claim_pending(free - len(claimed))
+        else:  # only our own runs that wait for room: the claim checks their state
+            wanted = [run_id for run_id in self.own if run_id not in self._handles]
+            claimed = await self._claim_ids(wanted, free)
+        new = [r for r in claimed if r.run_id not in self._handles]
+        history, messages = await self._histories(new)
+        return new, history, messages
 
     async def _claim_expired(self, free: int) -> list[RunRecord]:
         """Runs whose owner died, looked for once per poll and when the next lease runs out.
@@ -254,7 +271,7 @@ class RunExecutor:
         submits cannot all see room. `False` when there is none; otherwise `launch` or
         `unreserve` gives the slot back.
         """
-        if len(self._handles) + len(self._reserved) >= self._max:
+        if len(self._handles) + len(self._reserved) + self._claiming >= self._max:
             return False
         if not self._model_has_room(model):
             return False

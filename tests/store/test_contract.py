@@ -523,6 +523,23 @@ async def test_messages_round_trip_exactly_and_in_order(store: EventStore) -> No
     assert await store.messages("run_2") == [Message.user("other")]
 
 
+async def test_messages_of_many_runs_come_by_run_each_in_order(store: EventStore) -> None:
+    ids = [f"run_{i:04}" for i in range(1203)]  # several batches of ids
+    for run_id in ids:
+        await new_run(store, run_id)
+    await asyncio.gather(
+        *(store.append(StepWrite(run_id=run_id, messages=[Message.user(run_id)])) for run_id in ids)
+    )
+    await store.append(StepWrite(run_id="run_0007", messages=CONVERSATION))
+    await new_run(store, "silent")
+    found = await store.messages_of_runs([*reversed(ids), "run_0007", "silent", "missing"])
+    assert set(found) == {*ids, "silent", "missing"}
+    assert found["run_0007"] == [Message.user("run_0007"), *CONVERSATION]
+    assert all(found[run_id] == [Message.user(run_id)] for run_id in ids if run_id != "run_0007")
+    assert found["silent"] == found["missing"] == []
+    assert await store.messages_of_runs([]) == {}
+
+
 async def test_each_message_row_keeps_its_tokens_and_their_source(target: str) -> None:
     async with await open_store(target) as store:
         await new_run(store)
@@ -794,6 +811,26 @@ async def test_expired_runs_are_unfinished_runs_past_their_lease(
     assert [r.run_id for r in await store.expired_runs()] == ["run_0"]
     clock.advance(10)
     assert [r.run_id for r in await store.expired_runs()] == ["run_0", "run_2"]
+
+
+async def test_lease_expires_in_names_the_next_lease_of_another_owner(
+    store: EventStore, clock: FakeClock
+) -> None:
+    for i in range(3):
+        await new_run(store, f"run_{i}", state="RUNNING")
+    assert await store.lease_expires_in("w1") is None
+    await store.claim("w1", lease_s=10, run_ids=["run_0"])
+    await store.claim("w2", lease_s=20, run_ids=["run_1", "run_2"])
+    assert await store.lease_expires_in("w1") == 20  # its own lease does not count
+    assert await store.lease_expires_in("w2") == 10
+    clock.advance(5)
+    await step(store, "run_1", update=RunUpdate(state="COMPLETED"))
+    assert await store.lease_expires_in("w1") == 15
+    assert await store.lease_expires_in("w2") == 5
+    clock.advance(5)
+    assert await store.lease_expires_in("w2") is None  # w1's lease ran out already
+    await step(store, "run_2", update=RunUpdate(state="COMPLETED"))
+    assert await store.lease_expires_in("w1") is None  # a finished run's lease is no news
 
 
 # Controls

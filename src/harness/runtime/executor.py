@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -57,6 +58,8 @@ __all__ = ["RunExecutor"]
 
 _log = logging.getLogger(__name__)
 _POLL_S = 0.2
+_LATE_S = 0.002
+"""How long after a lease runs out the look for it comes (clocks of two processes)."""
 
 
 class RunExecutor:
@@ -93,8 +96,12 @@ class RunExecutor:
         """The queue held runs this process cannot take at the last claim."""
         self._expired_checked = -_POLL_S
         """When expired leases were last looked for (`time.monotonic()`)."""
+        self._expiry_due = math.inf
+        """When the next lease of another owner runs out (`time.monotonic()`), as last read."""
         self._reserved: list[str] = []
         """Models of runs being created to start here at once (see `reserve`)."""
+        self._claiming = 0
+        """Slots held by the claim in flight (see `_claim`)."""
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.streaming: Counter[str] = Counter()
@@ -142,14 +149,47 @@ class RunExecutor:
             except Exception:
                 _log.exception("claiming runs failed; trying again")
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_POLL_S):
+                async with asyncio.timeout(self._until_next_look()):
                     await self._wake.wait()
 
+    def _until_next_look(self) -> float:
+        """Seconds until the next poll, or sooner when another owner's lease runs out then.
+
+        A lease due already (no slot was free to take its run) waits for the poll.
+        """
+        left = self._expiry_due - time.monotonic()
+        return left if 0 < left < _POLL_S else _POLL_S
+
     async def _claim(self) -> None:
-        """Claim as many runs as there is room for, in one statement per kind, and start them."""
+        """Claim as many runs as there is room for, in one statement per kind, and start them.
+
+        The free slots are held while the claim and its reads are in flight, so that a
+        submit meanwhile (`reserve`) does not take one of them too.
+        """
         free = self._max - len(self._handles) - len(self._reserved)
         if free <= 0:
             return
+        self._claiming = free
+        try:
+            new, history, messages = await self._claim_free(free)
+        finally:
+            self._claiming = 0
+        refused: list[str] = []
+        for record in new:
+            if record.run_id in self._handles:
+                continue
+            if self._fits(record):
+                events = history.get(record.run_id, [])
+                self._start_task(record, messages[record.run_id], events=events)
+            else:
+                refused.append(record.run_id)
+        if refused:
+            await self._store.release(self._owner, refused)
+
+    async def _claim_free(
+        self, free: int
+    ) -> tuple[list[RunRecord], dict[str, list[RunEvent]], dict[str, list[Message]]]:
+        """Up to `free` runs claimed (not started here yet), with their events and messages."""
         if self._adopt:
             claimed = await self._claim_expired(free)
             claimed += await self._claim_pending(free - len(claimed))
@@ -157,25 +197,25 @@ class RunExecutor:
             wanted = [run_id for run_id in self.own if run_id not in self._handles]
             claimed = await self._claim_ids(wanted, free)
         new = [r for r in claimed if r.run_id not in self._handles]
-        history = await self._history(new)
-        refused: list[str] = []
-        for record in new:
-            if record.run_id in self._handles:
-                continue
-            if self._fits(record):
-                self._start_task(record, events=history.get(record.run_id, []))
-            else:
-                refused.append(record.run_id)
-        if refused:
-            await self._store.release(self._owner, refused)
+        history, messages = await self._histories(new)
+        return new, history, messages
 
     async def _claim_expired(self, free: int) -> list[RunRecord]:
-        """Runs whose owner died, looked for at most once per poll: leases expire with time."""
+        """Runs whose owner died, looked for once per poll and when the next lease runs out.
+
+        Leases expire with time, not on a wake: a run finishing here says nothing new. The
+        same look reads when the next lease of another owner runs out, so that a process
+        on standby takes over its runs then, not up to a poll later.
+        """
         now = time.monotonic()
-        if free <= 0 or now < self._expired_checked + _POLL_S:
+        if free <= 0 or (now < self._expired_checked + _POLL_S and now < self._expiry_due):
             return []
         self._expired_checked = now
-        wanted = [r.run_id for r in await self._store.expired_runs() if self._runnable(r)]
+        expired, next_in = await asyncio.gather(
+            self._store.expired_runs(), self._store.lease_expires_in(self._owner)
+        )
+        self._expiry_due = math.inf if next_in is None else now + next_in + _LATE_S
+        wanted = [r.run_id for r in expired if self._runnable(r)]
         return await self._claim_ids(wanted, free)
 
     async def _claim_pending(self, free: int) -> list[RunRecord]:
@@ -205,13 +245,24 @@ class RunExecutor:
             self._owner, lease_s=self._lease_s, run_ids=wanted, limit=free
         )
 
-    async def _history(self, records: list[RunRecord]) -> dict[str, list[RunEvent]]:
-        """The events of the claimed runs that ran before, in one read, by run."""
+    async def _histories(
+        self, records: list[RunRecord]
+    ) -> tuple[dict[str, list[RunEvent]], dict[str, list[Message]]]:
+        """The claimed runs' messages, and the events of those that ran before, by run.
+
+        Two batched reads, at the same time, however many runs were claimed.
+        """
+        if not records:
+            return {}, {}
         ran = [r.run_id for r in records if r.state != RunState.PENDING or r.last_seq > 1]
+        events, messages = await asyncio.gather(
+            self._store.events_of_runs(ran) if ran else _no_events(),
+            self._store.messages_of_runs([r.run_id for r in records]),
+        )
         by_run: dict[str, list[RunEvent]] = {}
-        for event in await self._store.events_of_runs(ran) if ran else ():
+        for event in events:
             by_run.setdefault(event.run_id, []).append(event)
-        return by_run
+        return by_run, messages
 
     def reserve(self, model: str | None) -> bool:
         """Hold a slot for a run of `model` about to be created leased to this process.
@@ -220,7 +271,7 @@ class RunExecutor:
         submits cannot all see room. `False` when there is none; otherwise `launch` or
         `unreserve` gives the slot back.
         """
-        if len(self._handles) + len(self._reserved) >= self._max:
+        if len(self._handles) + len(self._reserved) + self._claiming >= self._max:
             return False
         if not self._model_has_room(model):
             return False
@@ -235,20 +286,20 @@ class RunExecutor:
         """Start a run created leased to this process, in the slot `reserve` held."""
         self.unreserve(record.model)
         if record.run_id not in self._handles:
-            self._start_task(record, messages=messages)
+            self._start_task(record, messages)
 
     def result_of(self, run_id: str) -> asyncio.Future[RunResult | None] | None:
         """The result of a run executing here, when it ends (`None`: ask the store)."""
         return self._results.get(run_id)
 
     def _start_task(
-        self,
-        record: RunRecord,
-        *,
-        messages: list[Message] | None = None,
-        events: list[RunEvent] | None = None,
+        self, record: RunRecord, messages: list[Message], *, events: list[RunEvent] | None = None
     ) -> None:
-        """Execute `record`: launched with its `messages`, or claimed with its `events`."""
+        """Execute `record` from its `messages`.
+
+        `events` is `None` for a run launched here (created RUNNING), and the events of a
+        claimed run otherwise (`[]` when it never ran).
+        """
         if self._on_start is not None:
             self._on_start(record)
         handle = RunHandle(run_id=record.run_id)
@@ -333,7 +384,7 @@ class RunExecutor:
         self,
         record: RunRecord,
         handle: RunHandle,
-        messages: list[Message] | None,
+        messages: list[Message],
         events: list[RunEvent] | None,
     ) -> None:
         result: RunResult | None = None
@@ -390,14 +441,15 @@ class RunExecutor:
         self,
         record: RunRecord,
         handle: RunHandle,
-        messages: list[Message] | None,
+        messages: list[Message],
         events: list[RunEvent] | None,
     ) -> RunResult | None:
         run_id = record.run_id
         agent = self._agents.for_run(record)
         assert agent is not None  # `_runnable` checked
-        # A run launched by our own submit was created RUNNING; any other is moved there.
-        started = [] if messages is not None else await self._start(record)
+        # A run launched by our own submit (no events) was created RUNNING; a claimed one
+        # is moved there.
+        started = [] if events is None else await self._start(record)
         if started is None:
             return None
         self._publish(started)
@@ -420,14 +472,13 @@ class RunExecutor:
             audit=self._audit or sink,
             results=StoredResults(self._store, sink),
         )
-        history = messages if messages is not None else await self._store.messages(run_id)
         left = _left_off(events or ())
         if left.not_started:
             await self._redeliver(run_id, handle, left.not_started)
         try:
             result = await loop.run(
                 run_id,
-                history,
+                messages,
                 not_started=left.not_started,
                 usage=record.usage,
                 context=left.context,
@@ -525,6 +576,10 @@ class RunExecutor:
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:
             self._bus.publish(event)
+
+
+async def _no_events() -> list[RunEvent]:
+    return []
 
 
 def _unrecorded(run_id: str, exc: StoreError) -> StoreError:

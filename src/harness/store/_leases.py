@@ -7,7 +7,6 @@ while it works; when it dies they expire and another process may claim the runs.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import replace
 from typing import Any, Final
 
 from harness.store._notices import notify
@@ -63,7 +62,7 @@ def claim(
 def _leased(row: Row, owner: str, lease: float) -> RunRecord:
     """The run of `row` as it is once leased to `owner`, naming who held it before."""
     taken = (*row[:_OWNER], owner, lease, *row[_OWNER + 2 :])
-    return replace(run_from_row(taken), previous_owner=row[_OWNER])
+    return run_from_row(taken, previous_owner=row[_OWNER])
 
 
 def renew(db: Db, owner: str, run_ids: Collection[str], *, lease_s: float, now: float) -> list[str]:

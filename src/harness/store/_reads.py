@@ -16,7 +16,7 @@ from harness.store._rows import (
     unwrap,
 )
 from harness.store._sql import Db, marks
-from harness.store.protocol import TERMINAL_STATES, MessageTokens, RunRecord
+from harness.store.protocol import RUN_STATES, TERMINAL_STATES, MessageTokens, RunRecord
 
 __all__ = [
     "RunFilter",
@@ -26,9 +26,11 @@ __all__ = [
     "expired_runs",
     "get_blob",
     "get_run",
+    "lease_expires_in",
     "list_runs",
     "message_tokens",
     "messages",
+    "messages_of_runs",
     "schema_version",
 ]
 
@@ -123,6 +125,23 @@ def messages(db: Db, run_id: str) -> list[Message]:
     return [message_from_body(row[0]) for row in rows]
 
 
+def messages_of_runs(db: Db, run_ids: Sequence[str]) -> dict[str, list[Message]]:
+    """The messages of `run_ids`, by run, in order; a run without any maps to `[]`.
+
+    One query per `_IDS_PER_QUERY` runs, as `events_of_runs`.
+    """
+    found: dict[str, list[Message]] = {run_id: [] for run_id in run_ids}
+    for ids in _chunks(run_ids):
+        rows = db.query(
+            f"SELECT run_id, body FROM messages WHERE run_id IN ({marks(len(ids))}) "
+            "ORDER BY run_id, seq",
+            tuple(ids),
+        )
+        for run_id, body in rows:
+            found[run_id].append(message_from_body(body))
+    return found
+
+
 def events_of_runs(db: Db, run_ids: Sequence[str], types: Sequence[str] | None) -> list[RunEvent]:
     """The events of `run_ids` (of `types` only, when given), by run id then seq.
 
@@ -194,15 +213,34 @@ def audit(db: Db, run_id: str | None) -> list[dict[str, Any]]:
 
 
 def expired_runs(db: Db, now: float) -> list[RunRecord]:
-    """Started, unfinished runs whose lease ran out or was given up; the longest expired first."""
+    """Started, unfinished runs whose lease ran out or was given up; the longest expired first.
+
+    The unfinished states are named (not "not finished"), so that the query visits those
+    runs only, by the state index, however many finished runs the table holds.
+    """
     rows = db.query(
-        f"SELECT {RUN_COLUMNS} FROM runs WHERE ((owner IS NOT NULL AND lease_expires_at <= ?) "
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE state IN ({marks(len(_UNFINISHED))}) "
+        "AND ((owner IS NOT NULL AND lease_expires_at <= ?) "
         "OR (owner IS NULL AND state IN ('RUNNING', 'WAITING_TOOL'))) "
-        f"AND state NOT IN ({marks(len(TERMINAL_STATES))}) "
         "ORDER BY lease_expires_at, run_id",
-        (now, *sorted(str(state) for state in TERMINAL_STATES)),
+        (*_UNFINISHED, now),
     )
     return [run_from_row(row) for row in rows]
+
+
+def lease_expires_in(db: Db, owner: str, now: float) -> float | None:
+    """Seconds until the next lease of another owner on an unfinished run runs out."""
+    rows = db.query(
+        "SELECT MIN(lease_expires_at) FROM runs "
+        f"WHERE state IN ({marks(len(_UNFINISHED))}) AND owner <> ? AND lease_expires_at > ?",
+        (*_UNFINISHED, owner, now),
+    )
+    first = rows[0][0] if rows else None
+    return None if first is None else float(first) - now
+
+
+_UNFINISHED: Final = tuple(sorted(str(state) for state in RUN_STATES - TERMINAL_STATES))
+"""The states a run can leave, by name."""
 
 
 def schema_version(db: Db) -> int:

@@ -186,8 +186,8 @@ def encode_usage(usage: Usage) -> str:
     return dumps({"v": SCHEMA_VERSION, **usage_to_dict(usage)})
 
 
-def run_from_row(row: Row) -> RunRecord:
-    """A `RunRecord` from a row selected with `RUN_COLUMNS`."""
+def run_from_row(row: Row, previous_owner: str | None = None) -> RunRecord:
+    """A `RunRecord` from a row selected with `RUN_COLUMNS` (`previous_owner`: `claim`'s)."""
     return RunRecord(
         run_id=row[0],
         agent=row[1],
@@ -210,6 +210,7 @@ def run_from_row(row: Row) -> RunRecord:
         last_seq=int(row[18]),
         result_data=None if row[19] is None else unwrap(row[19]),
         task_type=row[20],
+        previous_owner=previous_owner,
         trace_parent=row[21],
         experiment=row[22],
         variant=row[23],

@@ -198,6 +198,11 @@ class SqlStore:
         """The run's messages, in order."""
         return await self._read(lambda db: _reads.messages(db, run_id))
 
+    async def messages_of_runs(self, run_ids: Collection[str]) -> dict[str, list[Message]]:
+        """The messages of several runs in batched queries; see `EventStore.messages_of_runs`."""
+        ids = tuple(dict.fromkeys(run_ids))
+        return await self._read(lambda db: _reads.messages_of_runs(db, ids))
+
     async def message_tokens(
         self, run_ids: Collection[str], *, roles: Collection[str] | None = None
     ) -> list[MessageTokens]:
@@ -257,6 +262,11 @@ class SqlStore:
         """Unfinished runs whose lease ran out."""
         now = self._clock.now()
         return await self._read(lambda db: _reads.expired_runs(db, now))
+
+    async def lease_expires_in(self, owner: str) -> float | None:
+        """Seconds until another owner's next lease runs out; see `EventStore`."""
+        now = self._clock.now()
+        return await self._read(lambda db: _reads.lease_expires_in(db, owner, now))
 
     async def send_control(
         self, run_id: str, kind: ControlKind, payload: Mapping[str, Any] | None = None

@@ -363,6 +363,15 @@ class EventStore(Protocol):
         """The run's whole message history, in order, exactly as appended."""
         ...
 
+    async def messages_of_runs(self, run_ids: Collection[str]) -> dict[str, list[Message]]:
+        """The message histories of several runs, each in order, keyed by run id.
+
+        Every run asked for is a key (`[]` when it has no messages or does not exist).
+        Read in a few batched queries however many runs there are: a process that claims
+        a batch of runs reads their histories at once, not once per run.
+        """
+        ...
+
     async def message_tokens(
         self, run_ids: Collection[str], *, roles: Collection[str] | None = None
     ) -> list[MessageTokens]:
@@ -421,6 +430,15 @@ class EventStore(Protocol):
 
     async def expired_runs(self) -> list[RunRecord]:
         """Unfinished runs whose owner's lease ran out, or started runs nobody holds."""
+        ...
+
+    async def lease_expires_in(self, owner: str) -> float | None:
+        """Seconds until the next lease held by an owner other than `owner` runs out.
+
+        Only leases on unfinished runs that have not run out yet count; `None` when there
+        is none. A process that takes over runs looks for expired leases then, rather than
+        at its next poll only.
+        """
         ...
 
     async def send_control(

@@ -232,7 +232,7 @@ def worker(
         bool,
         typer.Option(
             help="Commit each step before its model call, so that `harness serve`'s "
-            "dashboard shows the model called while it thinks (one more commit per step).",
+            "dashboard shows the model called while it thinks (one more commit per model call).",
         ),
     ] = False,
 ) -> None:

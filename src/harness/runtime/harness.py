@@ -103,7 +103,7 @@ class Harness:
         live_steps: Every run executed here commits its step before each model call (as a
             run followed by `run(on_event=...)` does), so that whoever follows the store
             (`harness serve`'s event streams) sees the model called and a safe tool's result
-            while the model thinks, not only once it replies. Costs one more commit per step.
+            while the model thinks, not only once it replies. One more commit per model call.
     """
 
     def __init__(

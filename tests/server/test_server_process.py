@@ -1,12 +1,15 @@
 """`harness serve` as a real process on 127.0.0.1: live events, other processes, shutdown."""
 
+import json
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -22,6 +25,18 @@ from server_support import (
 )
 
 from harness.testing import FakeOpenAIServer, FakeReply
+
+BUDGETED = """
+[agents.budgeted]
+model = "fake"
+tools = ["list_dir"]
+workspace = "ws"
+limits = { max_steps = 7, max_tokens = 5000, max_tool_calls = 9 }
+
+[task_types.capped]
+agent = "budgeted"
+limits = { max_cost_usd = 0.25, max_seconds = 600 }
+"""
 
 
 def test_live_events_keep_alives_and_resumption_over_uvicorn(tmp_path: Path) -> None:
@@ -71,6 +86,90 @@ def test_live_events_keep_alives_and_resumption_over_uvicorn(tmp_path: Path) -> 
             run = client.get(f"/api/runs/{run_id}").json()
             assert run["state"] == "COMPLETED"
             assert run["last_seq"] == more[-1]
+
+
+def test_a_run_shows_the_limits_of_its_agent_task_type_and_overrides(tmp_path: Path) -> None:
+    with FakeOpenAIServer([FakeReply.text("ok")] * 3) as model, ExitStack() as stack:
+        write_config(tmp_path, model.base_url, BUDGETED)
+        with serving(tmp_path) as (url, _):
+            client = stack.enter_context(
+                httpx.Client(base_url=url, headers=bearer("operate"), timeout=30)
+            )
+            plain = client.post("/api/runs", json={"task": "a", "agent": "budgeted"}).json()
+            typed = client.post(
+                "/api/runs", json={"task": "b", "task_type": "capped", "max_steps": 3}
+            ).json()
+            run = wait_state(client, plain["run_id"], "COMPLETED")
+            assert run["max_steps"] == 7  # from [agents.budgeted], not only from overrides
+            assert run["limits"] == {
+                "max_steps": 7,
+                "max_tokens": 5000,
+                "max_cost_usd": None,
+                "max_seconds": 3600.0,  # the built-in default
+                "max_tool_calls": 9,
+            }
+            run = wait_state(client, typed["run_id"], "COMPLETED")
+            assert run["limits"] == {
+                "max_steps": 3,  # the request's max_steps over everything
+                "max_tokens": 5000,
+                "max_cost_usd": 0.25,  # [task_types.capped] over the agent
+                "max_seconds": 600.0,
+                "max_tool_calls": 9,
+            }
+            listed = client.get("/api/runs").json()["runs"]
+            assert {r["run_id"]: r["limits"]["max_steps"] for r in listed} == {
+                plain["run_id"]: 7,
+                typed["run_id"]: 3,
+            }
+
+
+class SecondCallWaits:
+    """A model whose second call waits until the test has seen, on the run's event stream,
+    the step it belongs to (its `model_called`) after the first step's tool result. Without
+    live steps they commit only once the model replies, and the reply says it timed out.
+    """
+
+    def __init__(self) -> None:
+        self.seen = threading.Event()
+
+    def __call__(self, body: dict[str, Any]) -> FakeReply:
+        if not any(m.get("role") == "tool" for m in body["messages"]):
+            return FakeReply.tool_call("list_dir", {})
+        return FakeReply.text(f"seen live: {self.seen.wait(20)}")
+
+    def follow(self, client: httpx.Client, run_id: str) -> list[str]:
+        """The run's event types, from its stream; opens the gate at the second call."""
+        kinds: list[str] = []
+        with client.stream("GET", f"/api/runs/{run_id}/events") as stream:
+            for frame in frames(stream.iter_lines()):
+                if "event" not in frame:
+                    continue
+                kinds.append(frame["event"])
+                step = json.loads(frame["data"]).get("payload", {}).get("step")
+                if frame["event"] == "model_called" and step == 2:
+                    assert "tool_completed" in kinds
+                    assert kinds.count("model_responded") == 1  # of step 1 only
+                    self.seen.set()
+        return kinds
+
+
+def test_serve_shows_a_model_call_and_a_safe_tool_result_while_the_model_thinks(
+    tmp_path: Path,
+) -> None:
+    model_script = SecondCallWaits()
+    with FakeOpenAIServer(model_script) as model, ExitStack() as stack:
+        write_config(tmp_path, model.base_url)
+        with serving(tmp_path) as (url, _):
+            client = stack.enter_context(
+                httpx.Client(base_url=url, headers=bearer("operate"), timeout=30)
+            )
+            run_id = client.post("/api/runs", json={"task": "list", "agent": "lister"}).json()[
+                "run_id"
+            ]
+            kinds = model_script.follow(client, run_id)
+            run = wait_state(client, run_id, "COMPLETED")
+            assert run["result"] == "seen live: True"
+            assert kinds[-1] == "end"
 
 
 @pytest.fixture
@@ -124,6 +223,36 @@ def test_a_server_that_does_not_execute_streams_runs_another_process_executes(
             run = client.get(f"/api/runs/{run_id}").json()
             assert run["result"] == "from the worker"
             assert run["owner"] is None or "worker" not in run["owner"]
+
+
+def test_a_worker_with_live_steps_shows_the_model_call_while_it_thinks(
+    tmp_path: Path, store_target: str
+) -> None:
+    model_script = SecondCallWaits()
+    env = env_for(tmp_path, HARNESS_STORE=store_target)
+    with FakeOpenAIServer(model_script) as model, ExitStack() as stack:
+        write_config(tmp_path, model.base_url)
+        proc = subprocess.Popen(
+            [HARNESS, "worker", "--live-steps"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            with serving(tmp_path, "--no-execute", env=env) as (url, _):
+                client = stack.enter_context(
+                    httpx.Client(base_url=url, headers=bearer("operate"), timeout=30)
+                )
+                made = client.post("/api/runs", json={"task": "list", "agent": "lister"})
+                run_id = made.json()["run_id"]
+                model_script.follow(client, run_id)
+                run = wait_state(client, run_id, "COMPLETED")
+                assert run["result"] == "seen live: True"
+        finally:
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        assert "worker stopped" in out, err
 
 
 def test_approve_over_http_and_a_clean_stop_with_streams_open(tmp_path: Path) -> None:

@@ -228,6 +228,13 @@ def worker(
         bool,
         typer.Option(help="Allow a metrics host other than the loopback."),
     ] = False,
+    live_steps: Annotated[
+        bool,
+        typer.Option(
+            help="Commit each step before its model call, so that `harness serve`'s "
+            "dashboard shows the model called while it thinks (one more commit per model call).",
+        ),
+    ] = False,
 ) -> None:
     """Execute queued runs (from `harness run --detach`) until interrupted."""
     import asyncio
@@ -249,7 +256,9 @@ def worker(
 
     async def serve() -> None:
         metrics = port is not None
-        async with Harness(settings, max_concurrent=concurrency, metrics=metrics) as harness:
+        async with Harness(
+            settings, max_concurrent=concurrency, metrics=metrics, live_steps=live_steps
+        ) as harness:
             server = await _metrics_server(harness, host, port, allow_remote=allow_remote)
             gc.collect()
             gc.freeze()  # what start-up loaded is never walked again (README, Performance)

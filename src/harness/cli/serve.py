@@ -123,7 +123,11 @@ def _run(
 
     async def go() -> None:
         async with Harness(
-            settings, execute=execute, max_concurrent=concurrency, metrics=True
+            settings,
+            execute=execute,
+            max_concurrent=concurrency,
+            metrics=True,
+            live_steps=settings.server.live_steps,
         ) as h:
             server = create_app(h, env=env)
             gc.collect()

@@ -286,6 +286,7 @@ class _ServerEntry(BaseModel):
     max_body_bytes: int = Field(default=1 << 20, ge=1024)
     keepalive_s: float = Field(default=15.0, gt=0)
     session_hours: float = Field(default=12.0, gt=0)
+    live_steps: bool = True
 
     @field_validator("cors_origins")
     @classmethod
@@ -317,6 +318,7 @@ class _ServerEntry(BaseModel):
             max_body_bytes=self.max_body_bytes,
             keepalive_s=self.keepalive_s,
             session_hours=self.session_hours,
+            live_steps=self.live_steps,
         )
 
 

@@ -81,6 +81,7 @@ class RunExecutor:
         adopt: bool = True,
         control_poll_s: float = _POLL_S,
         on_start: Callable[[RunRecord], None] | None = None,
+        live_steps: bool = False,
     ) -> None:
         self._store, self._bus, self._resources = store, bus, resources
         self._owner, self._agents = owner, agents
@@ -109,6 +110,8 @@ class RunExecutor:
         self.watched: Counter[str] = Counter()
         """Agents whose runs someone follows live (`Harness.run(on_event=...)`): their
         steps commit before each model call, so the follower sees them start."""
+        self.live_steps = live_steps
+        """Every run executed here commits before each model call, as if watched."""
         self.own: set[str] = set()
         """Runs submitted through this process's `Harness`."""
         self._adopt = adopt
@@ -460,7 +463,7 @@ class RunExecutor:
             owner=self._owner,
             pause_requested=lambda: handle.pause_requested,
             usage=record.usage,
-            watched=self.watched[agent.name] > 0,
+            watched=self.live_steps or self.watched[agent.name] > 0,
         )
         loop = AgentLoop(
             agent,

@@ -21,7 +21,7 @@ from harness.core.ids import check_task_type, new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.core.states import TERMINAL_STATES, RunState
-from harness.core.usage import Usage
+from harness.core.usage import Limits, Usage
 from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, StoreError
 from harness.memory import TokenCounter
 from harness.runtime.lifecycle import check_transition
@@ -100,6 +100,10 @@ class Harness:
             default: without it prometheus_client is not even imported.
         traces: Where the spans of runs go; by default, per `[observability]` and the
             `OTEL_*` variables (`harness.observability.otel`), or nowhere.
+        live_steps: Every run executed here commits its step before each model call (as a
+            run followed by `run(on_event=...)` does), so that whoever follows the store
+            (`harness serve`'s event streams) sees the model called and a safe tool's result
+            while the model thinks, not only once it replies. One more commit per model call.
     """
 
     def __init__(
@@ -120,6 +124,7 @@ class Harness:
         control_poll_s: float = 0.2,
         metrics: bool | MetricsSubscriber = False,
         traces: SpanExport | None = None,
+        live_steps: bool = False,
     ) -> None:
         _load_runtime()
         self.settings = settings or load_settings()
@@ -134,6 +139,7 @@ class Harness:
         self._limits = (max_concurrent, max_queue, dict(model_limits or {}), lease_s)
         self._execute, self._adopt = execute, adopt
         self._control_poll_s = control_poll_s
+        self._live_steps = live_steps
         self._executor: RunExecutor | None = None
         self._finished: dict[str, asyncio.Event] = {}
         self.metrics = _metrics(metrics)
@@ -185,6 +191,7 @@ class Harness:
                 adopt=self._adopt,
                 control_poll_s=self._control_poll_s,
                 on_start=self._note_labels if self.metrics is not None else None,
+                live_steps=self._live_steps,
             )
             self._executor.start()
 
@@ -245,6 +252,19 @@ class Harness:
     def register(self, agent: AgentSpec) -> None:
         """Let this process execute runs of `agent` (matched by name)."""
         self._agents.register(agent)
+
+    def limits_of(self, record: RunRecord) -> Limits | None:
+        """The limits `record` executes under, as a worker here would apply them.
+
+        Its agent's limits, with its task type's, its variant's and its explicit overrides
+        over them. `None` when this process knows no such agent (nor does the run's
+        metadata carry it), or cannot build it (a Python tool that does not import).
+        """
+        try:
+            agent = self._agents.for_run(record)
+        except ConfigError:
+            return None
+        return agent.limits if agent is not None else None
 
     async def submit(
         self,

@@ -41,3 +41,6 @@ class ServerConfig:
     """Seconds between `: keep-alive` comments on an idle event stream."""
     session_hours: float = 12.0
     """How long a dashboard login lasts."""
+    live_steps: bool = True
+    """The runs `harness serve` executes commit each step before its model call, so that
+    their event streams show the model called (and a safe tool's result) while it thinks."""

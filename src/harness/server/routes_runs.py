@@ -84,7 +84,7 @@ async def _with_steps(harness: Harness, records: list[RunRecord]) -> list[dict[s
         [r.run_id for r in records], types=("step_started",)
     )
     steps = steps_of(events)
-    return [run_json(r, steps[r.run_id]) for r in records]
+    return [run_json(r, steps[r.run_id], harness.limits_of(r)) for r in records]
 
 
 def _states(state: str | None) -> list[str] | None:

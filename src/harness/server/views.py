@@ -11,6 +11,7 @@ from typing import Any, cast
 from harness.core.codec import dumps, loads, usage_to_dict
 from harness.core.events import RunEvent
 from harness.core.messages import Message
+from harness.core.usage import Limits
 from harness.observability import TracedSpan
 from harness.server.problems import Problem
 from harness.store.protocol import RunRecord
@@ -26,8 +27,26 @@ __all__ = [
 ]
 
 
-def run_json(record: RunRecord, steps: int) -> dict[str, Any]:
-    """A run as the API shows it (docs/server.md, "Run")."""
+LIMIT_KEYS: tuple[str, ...] = (
+    "max_steps",
+    "max_tokens",
+    "max_cost_usd",
+    "max_seconds",
+    "max_tool_calls",
+)
+"""The limits a Run shows (`limits`): the budget the dashboard counts down."""
+
+
+def run_json(record: RunRecord, steps: int, limits: Limits | None = None) -> dict[str, Any]:
+    """A run as the API shows it (docs/server.md, "Run").
+
+    Args:
+        record: The run.
+        steps: Steps started so far.
+        limits: The limits it executes under (`Harness.limits_of`); when unknown, only
+            `max_steps` is read from the run's metadata, and the other limits are null.
+    """
+    budget = _limits_json(record.metadata, limits)
     return {
         "run_id": record.run_id,
         "state": record.state.value,
@@ -48,11 +67,18 @@ def run_json(record: RunRecord, steps: int) -> dict[str, Any]:
         "termination": record.termination,
         "error": record.error,
         "detail": (record.result_data or {}).get("detail"),
-        "max_steps": _max_steps(record.metadata),
+        "max_steps": budget["max_steps"],
+        "limits": budget,
         "parent_run_id": record.parent_run_id,
         "last_seq": record.last_seq,
         "owner": record.owner,
     }
+
+
+def _limits_json(metadata: Mapping[str, Any], limits: Limits | None) -> dict[str, Any]:
+    if limits is None:
+        return dict.fromkeys(LIMIT_KEYS) | {"max_steps": _max_steps(metadata)}
+    return {key: getattr(limits, key) for key in LIMIT_KEYS}
 
 
 def _max_steps(metadata: Mapping[str, Any]) -> int | None:

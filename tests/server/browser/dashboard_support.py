@@ -21,7 +21,23 @@ LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
 TOOLS = '''
+import os
+import time
+from pathlib import Path
+
 from harness import tool
+
+
+@tool(side_effects="none")
+def check_stock(item: str) -> str:
+    """Ask the warehouse how many of an item are in stock (it answers when the test lets it)."""
+    answered = Path(os.environ["HARNESS_HOME"]) / f"stock-{item}"
+    deadline = time.monotonic() + 25  # within the default tool timeout (30 s)
+    while not answered.exists():
+        if time.monotonic() > deadline:
+            return "the warehouse did not answer"
+        time.sleep(0.05)
+    return f"{item}: 4 in stock"
 
 
 @tool(side_effects="none")
@@ -53,8 +69,8 @@ max_retries = 0
 description = "Answers questions about orders"
 model = "fast"
 instructions = "You answer questions about orders."
-tools = ["shop_tools:lookup_order", "shop_tools:refund"]
-limits = {{ max_steps = 6 }}
+tools = ["shop_tools:lookup_order", "shop_tools:refund", "shop_tools:check_stock"]
+limits = {{ max_steps = 6, max_tokens = 10000, max_cost_usd = 0.01, max_tool_calls = 5 }}
 approvals = {{ tools = {{ refund = "ask" }} }}
 
 [task_types.triage]

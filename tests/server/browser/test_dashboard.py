@@ -4,6 +4,7 @@ live, approve a waiting call, cancel, read the charts, hostile data, a phone's w
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,13 @@ HOSTILE = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2
 
 def text_of(page: Page, selector: str) -> str:
     return page.page.locator(selector).first.inner_text()
+
+
+def budget_left(page: Page) -> float:
+    """The run page's "Budget left" in dollars ($0.01 of [agents.support], shown to 4 places)."""
+    text = page.page.locator("[data-fact='budget-left']").inner_text()
+    assert text.startswith("$"), text
+    return float(text[1:])
 
 
 def test_login_takes_a_token_and_refuses_a_wrong_one(open_page: OpenPage, server: Server) -> None:
@@ -44,8 +52,10 @@ def test_login_takes_a_token_and_refuses_a_wrong_one(open_page: OpenPage, server
 
 
 def test_the_timeline_grows_while_the_run_goes_on(open_page: OpenPage, server: Server) -> None:
-    # A step shows once it is committed: the model's reply with its calls, before they run.
-    # The second model call waits for the test, so the page is seen mid-run, then at its end.
+    # A step shows as it is committed: the model's reply with its calls before they run, and
+    # (harness serve's live steps) the next model call while the model thinks, with the safe
+    # tool's result before it. The second model call waits for the test, so the page is seen
+    # mid-run, then at its end; the budget counts down from the agent's limits.
     second = server.brain.gate()
 
     def script(step: int) -> FakeReply:
@@ -69,24 +79,39 @@ def test_the_timeline_grows_while_the_run_goes_on(open_page: OpenPage, server: S
     assert stats.startswith("10 in · 5 out")
     call.locator("details.args summary").click()
     assert '"order_id": "A-17"' in call.locator(".args pre").inner_text()
+    thinking = page.locator("li.model[data-step='2'][data-state='calling']")
+    thinking.wait_for()  # the model is called and has not answered: the test holds it
+    assert "waiting for the model" in thinking.inner_text()
+    assert call.locator(".call-status").get_attribute("data-status") == "ok"
+    assert "shipped on Monday" in call.locator(".summary").inner_text()
     assert "Not yet" in text_of(tab, "#answer")
     assert page.locator(".note-finished").count() == 0
-    page.locator("[data-fact='step']").filter(has_text="1 of 6").wait_for()
-    assert page.locator("[data-fact='steps-left']").inner_text() == "5"
+    page.locator("[data-fact='step']").filter(has_text="2 of 6").wait_for()
+    assert page.locator("[data-fact='steps-left']").inner_text() == "4"
+    run = server.run(run_id)
+    assert run["limits"]["max_tokens"] == 10000  # [agents.support] limits in harness.toml
+    assert page.locator("[data-fact='tokens-left']").inner_text() == "9,985"  # 10 in, 5 out
+    assert page.locator("[data-fact='tool-calls-left']").inner_text() == "4"
+    assert budget_left(tab) == pytest.approx(0.01 - run["usage"]["cost_usd"], abs=5e-5)
+    assert re.fullmatch(r"59m \d\ds", page.locator("[data-fact='time-left']").inner_text())
     page.locator(".run-meta [data-state='RUNNING']").wait_for()
     tab.shot("run-live")
 
     second.set()
     page.locator(".note-finished").wait_for()
-    assert call.locator(".call-status").get_attribute("data-status") == "ok"
     assert call.locator(".summary").inner_text() == (
         "order A-17: 3 items, shipped on Monday, total 120.50 EUR"
     )
     assert "40 in · 9 out" in page.locator("li.model[data-step='2'] .model-stats").inner_text()
+    assert page.locator("li.model[data-step='2']").get_attribute("data-state") == "responded"
     assert page.locator("pre.answer").inner_text() == "Order A-17 shipped on Monday."
     page.locator(".run-meta [data-state='COMPLETED']").wait_for()
     page.locator("[data-fact='tokens']").filter(has_text="50 in · 14 out").wait_for()
     assert page.locator("[data-fact='steps-left']").inner_text() == "4"
+    assert page.locator("[data-fact='tokens-left']").inner_text() == "9,936"
+    cost = server.run(run_id)["usage"]["cost_usd"]
+    assert cost > 0
+    assert budget_left(tab) == pytest.approx(0.01 - cost, abs=5e-5)
     page.locator("ol.messages li.msg-assistant").nth(1).wait_for()
     roles = page.locator("ol.messages li .badge").all_inner_texts()
     assert roles == ["system", "user", "assistant", "tool", "assistant"]
@@ -94,6 +119,32 @@ def test_the_timeline_grows_while_the_run_goes_on(open_page: OpenPage, server: S
     spans = server.get(f"/api/runs/{run_id}/trace")["spans"]
     assert page.locator(".waterfall li.span").count() == len(spans)
     tab.shot("run-finished")
+
+
+def test_the_timeline_shows_the_tool_being_called(open_page: OpenPage, server: Server) -> None:
+    # The warehouse (a safe tool) answers only when the test writes its file: meanwhile the
+    # call shows as running, with its arguments, and nothing after it.
+    def script(step: int) -> FakeReply:
+        if step == 1:
+            return FakeReply.tool_call("check_stock", {"item": "lamp"}, id="call_stock")
+        return FakeReply.text("4 lamps in stock.")
+
+    server.brain.on("[stock]", script)
+    tab = open_page()
+    tab.login()
+    run_id = server.submit("[stock] any lamps left?")
+    tab.goto(f"/runs/{run_id}")
+    call = tab.page.locator("li.call[data-call-id='call_stock']")
+    call.locator(".call-status[data-status='running']").wait_for()
+    assert "check_stock" in call.inner_text()
+    assert "lamp" in call.locator("details.args summary").inner_text()
+    assert tab.page.locator("li.model[data-step='2']").count() == 0
+    tab.shot("run-tool-running")
+    (server.home / "stock-lamp").write_text("")
+    call.locator(".call-status[data-status='ok']").wait_for()
+    tab.page.locator(".run-meta [data-state='COMPLETED']").wait_for()
+    assert call.locator(".summary").inner_text() == "lamp: 4 in stock"
+    assert tab.page.locator("[data-fact='tool-calls-left']").inner_text() == "4"
 
 
 def test_approve_a_waiting_call_and_the_run_finishes(open_page: OpenPage, server: Server) -> None:

@@ -40,6 +40,7 @@ function budget(run, maxSteps) {
   }
   if (limits.max_cost_usd) rows.push(fact("Budget left", usd(Math.max(0, limits.max_cost_usd - (u.cost_usd || 0))), "budget-left"));
   if (limits.max_seconds) rows.push(fact("Time left", seconds(Math.max(0, limits.max_seconds - (duration(run) || 0))), "time-left"));
+  if (limits.max_tool_calls) rows.push(fact("Tool calls left", count(Math.max(0, limits.max_tool_calls - (u.tool_calls || 0))), "tool-calls-left"));
   return rows;
 }
 

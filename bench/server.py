@@ -8,8 +8,10 @@
 `harness serve` on 127.0.0.1; its model is a FakeOpenAIServer in this process that answers
 each call after `--latency` seconds. The run is timed with no subscriber and with
 `--subscribers` SSE clients on `/api/runs/{id}/events`, interleaved `--repeat` times
-(medians). The clients are httpx async streams in a separate process (`_subscribe`), so
-their CPU is not the server's; the server's CPU is read from /proc for its process alone.
+(medians). The clients are httpx async streams in a separate process (`_subscribe`) at the
+lowest CPU priority (`nice -n 19`), so that on a small machine their CPU is not taken from
+the server (in use they are on other machines); the server's CPU is read from /proc for its
+process alone.
 Every run's first model call waits until all clients are connected: the time is from
 that release to the run's `finished_at`. Each client must receive every event, in order,
 then `event: end`.
@@ -168,8 +170,18 @@ def one_run(url: str, pid: int, model: Model, subscribers: int) -> dict[str, flo
         run_id = made.json()["run_id"]
         proc = None
         if subscribers:
-            proc = subprocess.Popen(
-                [sys.executable, __file__, "_subscribe", url, run_id, str(subscribers)],
+            proc = subprocess.Popen(  # at the lowest priority: the clients are elsewhere
+                [
+                    "nice",
+                    "-n",
+                    "19",
+                    sys.executable,
+                    __file__,
+                    "_subscribe",
+                    url,
+                    run_id,
+                    str(subscribers),
+                ],
                 stdout=subprocess.PIPE,
                 text=True,
             )

@@ -120,7 +120,8 @@ async def _next(queue: asyncio.Queue[object], keepalive_s: float) -> object | No
     if not queue.empty():
         return queue.get_nowait()
     try:
-        return await asyncio.wait_for(queue.get(), keepalive_s)
+        async with asyncio.timeout(keepalive_s):  # no task per wait, unlike wait_for
+            return await queue.get()
     except TimeoutError:
         return None
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.core import Message, Usage
 from harness.core.events import RunSubmitted, StepStarted
-from harness.store import Decision, NewEvent, RunUpdate, StepWrite, open_store
+from harness.store import Decision, NewEvent, NewRun, RunUpdate, StepWrite, open_store
 from harness.store._schema import LATEST_VERSION, MIGRATIONS
 
 from .conftest import START
@@ -25,6 +25,7 @@ RELEASED = {
     6: "d7520d86ce73404a78d045605fba4e07f7626ce63dfa183cff3e730418d17d6d",
     7: "5718863eb7a35198d8135bcf5e6622e706b11e3f280e5f53d664dafd5684b6cd",
     8: "102f82946b4770b5df61f442bb1eee437e9724f865743a62ffb778f6c0f73fe8",
+    9: "0653b41c78e01b768970a0c35a6b9fa8159c862c79f61ded8e9d74262b5b2b3b",
 }
 """sha256 of each released migration's statements. Add a line for a new migration; never
 edit one: a database that applied the old statements would not be migrated again."""
@@ -104,3 +105,43 @@ async def test_a_store_written_by_schema_1_reads_and_writes_today(tmp_path: Path
         counted = Message(role="user", content="hi", tokens=2, tokens_source="estimated")
         await store.append(StepWrite(run_id="run_v1", messages=[counted]))
         assert (await store.messages("run_v1"))[-1] == counted  # schema 3's column
+
+
+def plans(path: Path, statements: list[tuple[str, tuple[object, ...]]]) -> list[str]:
+    """SQLite's query plan of each statement, its steps joined by `; `."""
+    conn = sqlite3.connect(path)
+    try:
+        return [
+            "; ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+            for sql, params in statements
+        ]
+    finally:
+        conn.close()
+
+
+async def test_reads_by_state_task_type_and_experiment_use_the_remaining_indexes(
+    tmp_path: Path,
+) -> None:
+    old = tmp_path / "old.db"  # migrated from schema 1, as a new file is created
+    sqlite3.connect(old).executescript((FIXTURES / "store_v1.sql").read_text(encoding="utf-8"))
+    for path in (tmp_path / "new.db", old):
+        async with await open_store(path) as store:
+            await store.create_run(NewRun(run_id="run_t", agent="ops", task_type="triage"))
+            assert [r.run_id for r in await store.list_runs(task_type="triage")] == ["run_t"]
+        found = plans(
+            path,
+            [
+                ("SELECT count(*) FROM runs WHERE state IN (?, ?)", ("PENDING", "RUNNING")),
+                (
+                    "SELECT run_id FROM runs WHERE state IN (?) AND owner IS NULL "
+                    "ORDER BY priority DESC, created_at, run_id LIMIT 5",
+                    ("PENDING",),
+                ),
+                ("SELECT run_id FROM runs WHERE task_type = ?", ("triage",)),
+                ("SELECT run_id FROM runs WHERE experiment = ?", ("ab",)),
+            ],
+        )
+        assert all("runs_claim_order" in plan for plan in found[:2]), found
+        assert "runs_by_task_type" in found[2], found
+        assert "runs_by_experiment" in found[3], found
+        assert "TEMP B-TREE" not in found[1], found  # claims read in order, no sort

@@ -192,6 +192,20 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "CREATE INDEX runs_claim_order ON runs (state, priority DESC, created_at, run_id)",
         ),
     ),
+    Migration(
+        version=9,
+        description="fewer index entries per run: runs_claim_order serves every read by state; "
+        "task type and experiment indexes hold only the runs that have one",
+        statements=(
+            "DROP INDEX runs_by_state",
+            "DROP INDEX runs_by_task_type",
+            "CREATE INDEX runs_by_task_type ON runs (task_type, created_at) "
+            "WHERE task_type IS NOT NULL",
+            "DROP INDEX runs_by_experiment",
+            "CREATE INDEX runs_by_experiment ON runs (experiment, created_at) "
+            "WHERE experiment IS NOT NULL",
+        ),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

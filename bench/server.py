@@ -60,8 +60,10 @@ HARNESS = str(Path(sys.executable).parent / "harness")
 TOKEN = "bench-token-0001"
 AGENTS = tuple(f"agent-{i}" for i in range(5))
 TASK_TYPES = tuple(f"type-{i}" for i in range(10))
+STEPS_PER_RUN = 8
+"""`step_started` events of each stored run (the listing counts them)."""
 STATES = (
-    ("FINISHED", 0.90),
+    ("COMPLETED", 0.90),
     ("FAILED", 0.05),
     ("CANCELLED", 0.03),
     ("RUNNING", 0.01),
@@ -288,7 +290,7 @@ def pick_state(rng: random.Random) -> str:
 
 
 async def fill(target: str, runs: int, seed: int = 7) -> None:
-    """`runs` runs with a few events each, through the store API, 64 at a time."""
+    """`runs` runs with `STEPS_PER_RUN + 2` events each, through the store API, 64 at once."""
     rng = random.Random(seed)
     store = await open_store(target)
     usage = Usage(input_tokens=100, output_tokens=20, requests=2)
@@ -297,11 +299,10 @@ async def fill(target: str, runs: int, seed: int = 7) -> None:
         agent = AGENTS[i % len(AGENTS)]
         state = pick_state(rng)
         events = [
-            NewEvent(payload=RunStarted(agent=agent, model="fake")),
-            NewEvent(payload=StepStarted(step=1)),
-            NewEvent(payload=StepStarted(step=2)),
+            NewEvent(payload=RunStarted(agent=agent, model="fake", tools=(), max_steps=20)),
+            *(NewEvent(payload=StepStarted(step=n)) for n in range(1, STEPS_PER_RUN + 1)),
         ]
-        if state == "FINISHED":
+        if state == "COMPLETED":
             events.append(
                 NewEvent(
                     payload=RunFinished(
@@ -364,9 +365,10 @@ def bench_list(args: argparse.Namespace, store_of: Any) -> list[str]:
         cursors = asyncio.run(deep_cursors(target, depths))
         kinds: list[tuple[str, dict[str, Any]]] = [
             ("first page, no filter", {}),
-            ("state=FINISHED", {"state": "FINISHED"}),
+            ("state=COMPLETED", {"state": "COMPLETED"}),
             ("state=RUNNING", {"state": "RUNNING"}),
             ("state=FAILED,CANCELLED", {"state": "FAILED,CANCELLED"}),
+            ("state=COMPLETED,FAILED", {"state": "COMPLETED,FAILED"}),
             ("agent=agent-3", {"agent": "agent-3"}),
             ("task_type=type-4", {"task_type": "type-4"}),
             *((f"cursor at run {d:,}", {"cursor": c}) for d, c in cursors.items()),

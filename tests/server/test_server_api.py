@@ -3,7 +3,7 @@
 import asyncio
 import json
 
-from conftest import Api, bearer
+from server_support import Api, bearer
 
 
 async def test_submit_then_read_a_run_its_messages_events_audit_and_trace(api: Api) -> None:
@@ -204,6 +204,26 @@ async def test_a_body_over_the_limit_is_413(api: Api) -> None:
     assert done.status_code == 413
     assert done.headers["content-type"] == "application/problem+json"
 
+    async def chunks():  # no Content-Length: counted as it comes
+        for _ in range(20):
+            yield b"x" * 65536
+
+    streamed = await api.client.post(
+        "/api/runs",
+        content=chunks(),
+        headers={**bearer("operate"), "content-type": "application/json"},
+    )
+    assert streamed.status_code == 413
+    small = await api.client.post(
+        "/api/runs",
+        content=b'{"task": "fits", "agent": "quick"}',
+        headers={**bearer("operate"), "content-type": "application/json"},
+    )
+    assert small.status_code == 201
+    assert (await api.client.get("/api/runs", headers=bearer("read"))).json()["runs"][0][
+        "task"
+    ] == "fits"
+
 
 async def test_reports_cost_stats_series_experiments_metrics_health(api: Api) -> None:
     run_id = await api.submit("quick")
@@ -265,3 +285,20 @@ async def test_live_feed_of_all_runs(api: Api) -> None:
 
     assert api.app.streams.count == 0
     del read_feed  # ASGITransport buffers whole responses: the live feed is tested over uvicorn
+
+
+async def test_readyz_is_503_while_the_store_does_not_answer(tmp_path) -> None:
+    import httpx
+
+    from harness import Harness
+    from harness.runtime import Settings
+    from harness.server.app import create_app
+
+    closed = Harness(Settings(home=tmp_path), store=str(tmp_path / "never-opened.db"))
+    app = create_app(closed, env={})
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        ready = await client.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["detail"] == "the store does not answer"
+        assert (await client.get("/healthz")).status_code == 200

@@ -5,8 +5,8 @@ import re
 
 import httpx
 import pytest
+from server_support import NAMES, TOKENS, Api, bearer
 
-from conftest import NAMES, TOKENS, Api, bearer
 from harness.runtime.server_config import ROLES
 from harness.server._http import APIRoute
 from harness.server.app import create_app
@@ -175,7 +175,7 @@ async def test_no_cors_unless_configured(api: Api) -> None:
 
 
 async def test_cors_for_configured_origins(api: Api) -> None:
-    from conftest import server_config
+    from server_support import server_config
 
     app = create_app(api.harness, server_config(cors_origins=("https://ops.example",)), env={})
     transport = httpx.ASGITransport(app=app)

@@ -1,118 +1,27 @@
 """`harness serve` as a real process on 127.0.0.1: live events, other processes, shutdown."""
 
-import dataclasses
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
+from server_support import (
+    HARNESS,
+    bearer,
+    env_for,
+    frames,
+    serving,
+    slow,
+    wait_state,
+    write_config,
+)
 
-from conftest import TOKENS, bearer
-from harness.server.auth import hash_token
 from harness.testing import FakeOpenAIServer, FakeReply
-
-HARNESS = str(Path(sys.executable).parent / "harness")
-
-
-def slow(reply: FakeReply, seconds: float) -> FakeReply:
-    return dataclasses.replace(reply, delay_s=seconds)
-
-
-def write_config(home: Path, base_url: str, extra: str = "") -> None:
-    (home / "ws").mkdir(exist_ok=True)
-    tokens = "".join(
-        f'[server.tokens.{role}-user]\nsha256 = "{hash_token(token)}"\nrole = "{role}"\n'
-        for role, token in TOKENS.items()
-    )
-    (home / "harness.toml").write_text(
-        f"""
-[server]
-keepalive_s = 0.3
-
-{tokens}
-[models.fake]
-provider = "openai"
-model = "fake"
-base_url = "{base_url}"
-
-[agents.lister]
-model = "fake"
-tools = ["list_dir"]
-workspace = "ws"
-
-[agents.writer]
-model = "fake"
-tools = ["write_file"]
-workspace = "ws"
-approvals = {{ tools = {{ write_file = "ask" }} }}
-{extra}"""
-    )
-
-
-def env_for(home: Path, **more: str) -> dict[str, str]:
-    env = {**os.environ, "HARNESS_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200", **more}
-    for name in ("HARNESS_MODEL", "HARNESS_SERVER_TOKEN"):
-        env.pop(name, None)
-    return env
-
-
-@contextmanager
-def serving(
-    home: Path, *args: str, env: dict[str, str] | None = None
-) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    proc = subprocess.Popen(
-        [HARNESS, "serve", "--port", "0", *args],
-        env=env or env_for(home),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    first = proc.stdout.readline()
-    if not first.startswith("harness serve "):
-        proc.kill()
-        raise AssertionError(f"no start line: {first!r} {proc.communicate()}")
-    url = first.split(": ", 1)[1].split(" ")[0]
-    try:
-        yield url, proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        assert "server stopped" in out, (out, err)
-
-
-def wait_state(client: httpx.Client, run_id: str, *states: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        run = client.get(f"/api/runs/{run_id}").json()
-        if run["state"] in states:
-            return run
-        time.sleep(0.05)
-    raise AssertionError(f"{run_id} never reached {states}: {run}")
-
-
-def frames(lines: Iterator[str]) -> Iterator[dict[str, str]]:
-    """SSE frames as dicts (`comment` for `: ...` lines), one per blank line."""
-    current: dict[str, str] = {}
-    for line in lines:
-        if not line:
-            if current:
-                yield current
-            current = {}
-        elif line.startswith(":"):
-            yield {"comment": line[1:].strip()}
-        else:
-            key, _, value = line.partition(": ")
-            current[key] = value
 
 
 def test_live_events_keep_alives_and_resumption_over_uvicorn(tmp_path: Path) -> None:

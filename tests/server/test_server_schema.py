@@ -4,9 +4,7 @@ from pathlib import Path
 
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-
-from conftest import bearer
-from test_server_process import serving, write_config
+from server_support import bearer, serving, write_config
 
 EXAMPLES = 12
 """Generated requests per operation: bounded, so the suite stays quick."""

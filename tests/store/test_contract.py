@@ -618,6 +618,28 @@ async def test_listing_without_a_limit_lists_every_run(store: EventStore) -> Non
     assert sorted(r.run_id for r in listed) == [f"run_{i:03}" for i in range(120)]
 
 
+async def test_pages_go_on_after_a_run_without_skipping_or_repeating_ties(
+    store: EventStore, clock: FakeClock
+) -> None:
+    for i in range(7):  # runs created at the same instant are ordered by id
+        await new_run(store, f"run_{i}", agent="ops" if i % 2 else "dev")
+        if i in (2, 4):
+            clock.advance(1)
+    seen: list[str] = []
+    before = None
+    while True:
+        page = await store.list_runs(limit=2, before=before)
+        seen += [r.run_id for r in page]
+        if len(page) < 2:
+            break
+        before = (page[-1].created_at, page[-1].run_id)
+    assert seen == ["run_6", "run_5", "run_4", "run_3", "run_2", "run_1", "run_0"]
+    last = await store.get_run("run_4")
+    assert last is not None
+    after = await store.list_runs(agent="ops", before=(last.created_at, last.run_id))
+    assert [r.run_id for r in after] == ["run_3", "run_1"]
+
+
 async def test_a_run_keeps_its_task_type_and_runs_are_listed_by_it(store: EventStore) -> None:
     await new_run(store, "run_a", task_type="refund")
     await new_run(store, "run_b", task_type="billing.refund")

@@ -21,7 +21,11 @@ __all__ = ["serve_app"]
 SERVER_EXTRA = "harness serve needs the server extra: pip install 'harness[server]'"
 
 serve_app = typer.Typer(
-    help="Serve the HTTP API and the dashboard (and execute runs, like a worker).",
+    help="Serve the HTTP API at http://HOST:PORT/api and the dashboard at /, executing runs "
+    "like a worker, until interrupted. Every route but /healthz, /readyz, /login and /static "
+    "needs a token: [server.tokens] of harness.toml (`harness serve token new`) or "
+    "HARNESS_SERVER_TOKEN; without any it serves on the loopback only, with a token made for "
+    "this process and printed (docs/server.md).",
     invoke_without_command=True,
 )
 app.add_typer(serve_app, name="serve")
@@ -58,12 +62,9 @@ def serve(
     """
     if ctx.invoked_subcommand is not None:
         return
-    try:
-        from harness.server._listen import bind, listen
-        from harness.server.app import create_app
-    except ModuleNotFoundError as exc:
-        fail(f"{SERVER_EXTRA} ({exc.name} is missing)")
+    _need_the_extra()
     from harness.runtime.settings import load_settings
+    from harness.server._listen import bind
     from harness.server.auth import ENV_TOKEN, new_token
 
     try:
@@ -86,7 +87,17 @@ def serve(
     except ConfigError as exc:
         fail(str(exc))
     _run(settings, sock, env, made, execute=not no_execute, concurrency=concurrency)
-    del listen, create_app  # imported above to check the extra
+
+
+def _need_the_extra() -> None:
+    """Fail, saying how to install it, when FastAPI or uvicorn is missing."""
+    import importlib
+
+    try:
+        for module in ("harness.server.app", "harness.server._listen"):
+            importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        fail(f"{SERVER_EXTRA} ({exc.name} is missing)")
 
 
 def _run(
@@ -99,6 +110,7 @@ def _run(
     concurrency: int,
 ) -> None:
     import asyncio
+    import gc
     import logging
 
     from harness.runtime.harness import Harness
@@ -114,8 +126,10 @@ def _run(
             settings, execute=execute, max_concurrent=concurrency, metrics=True
         ) as h:
             server = create_app(h, env=env)
+            gc.collect()
+            gc.freeze()  # what start-up loaded is never walked again, as in `harness worker`
             what = "executing runs" if execute else "not executing runs (--no-execute)"
-            typer.echo(f"harness serve {h.owner}: {url} ({what}; Ctrl-C to stop)", err=False)
+            typer.echo(f"harness serve {h.owner}: {url} ({what}; Ctrl-C to stop)")
             if made is not None:
                 typer.echo(f"no tokens configured: this process's admin token is {made}")
             await listen(server, sock, on_exit=server.streams.close_all)
@@ -145,10 +159,9 @@ def token_new(
     label = name or f"token-{secrets.token_hex(3)}"
     if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", label):
         fail(f"--name: {label!r}: use letters, digits, '-' and '_' (at most 64)")
-    try:
-        from harness.server.auth import hash_token, new_token
-    except ModuleNotFoundError as exc:
-        fail(f"{SERVER_EXTRA} ({exc.name} is missing)")
+    _need_the_extra()
+    from harness.server.auth import hash_token, new_token
+
     token = new_token()
     typer.echo(f"token (shown once; give it to {label}): {token}")
     typer.echo("add to harness.toml:")

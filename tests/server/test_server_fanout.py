@@ -3,7 +3,7 @@
 import asyncio
 import json
 
-from conftest import Api, bearer
+from server_support import Api, bearer
 
 
 def seqs_of(text: str) -> list[int]:

@@ -122,9 +122,13 @@ def _healthy(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's chromium, headless, through Playwright."""
+    """Debian's chromium, headless, through Playwright, for one module.
+
+    Playwright's sync API runs an event loop in this thread while it is started: it must be
+    stopped before the suite's asyncio tests run in the same process.
+    """
     _need_chromium()
     from playwright.sync_api import sync_playwright
 

@@ -109,7 +109,10 @@ def test_approve_a_waiting_call_and_the_run_finishes(open_page: OpenPage, server
     server.wait_state(run_id, "WAITING_TOOL")
     tab = open_page()
     tab.login()
-    tab.goto(f"/runs/{run_id}")
+    waiting = tab.page.locator(".waiting li[data-call-id='call_refund']")
+    assert "refund" in waiting.inner_text()  # the list names the calls that wait
+    waiting.get_by_role("link").click()
+    tab.page.wait_for_url(f"**/runs/{run_id}")
     call = tab.page.locator("li.call[data-call-id='call_refund'][data-waiting]")
     call.wait_for()
     assert "waiting for approval" in call.inner_text()
@@ -125,6 +128,9 @@ def test_approve_a_waiting_call_and_the_run_finishes(open_page: OpenPage, server
     assert tab.page.locator("pre.answer").inner_text() == "Refunded 12.50 on B-2."
     assert "Approved by" in tab.page.locator("li.call[data-call-id='call_refund']").inner_text()
     assert all(a["run_id"] != run_id for a in server.get("/api/approvals")["approvals"])
+    tab.page.get_by_role("link", name="Runs").first.click()
+    tab.page.locator(f"tr[data-run-id='{run_id}'] [data-state='COMPLETED']").wait_for()
+    assert tab.page.locator(".waiting li[data-call-id='call_refund']").count() == 0
 
 
 def test_cancel_a_running_run(open_page: OpenPage, server: Server) -> None:
@@ -145,7 +151,10 @@ def test_cancel_a_running_run(open_page: OpenPage, server: Server) -> None:
     cancel.wait_for()
     assert cancel.is_enabled()
     assert tab.page.get_by_role("button", name="Resume").is_disabled()
-    cancel.click()
+    with tab.page.expect_request(f"**/api/runs/{run_id}/cancel") as sent:
+        cancel.click()
+    csrf = tab.page.evaluate("fetch('/api/me').then(r => r.json()).then(me => me.csrf)")
+    assert sent.value.headers["x-csrf-token"] == csrf  # the cookie alone would be refused
     tab.page.locator(".run-meta [data-state='CANCELLED']").wait_for()
     tab.page.locator(".note-cancelled").wait_for()
     assert server.run(run_id)["state"] == "CANCELLED"
@@ -264,6 +273,32 @@ def test_hostile_text_is_shown_never_run(open_page: OpenPage, server: Server) ->
     assert tab.page.evaluate("window.__xss") is None
     assert tab.page.locator("main script, main img").count() == 0
     tab.shot("run-hostile")
+
+
+def test_a_row_of_the_list_follows_its_run(open_page: OpenPage, server: Server) -> None:
+    answer = server.brain.gate()
+
+    def script(step: int) -> FakeReply:
+        if step == 1:
+            return FakeReply.tool_call("lookup_order", {"order_id": "R-9"}, id="call_row")
+        answer.wait(60)
+        return FakeReply.text("row done", input_tokens=200, output_tokens=20)
+
+    server.brain.on("[row]", script)
+    tab = open_page()
+    tab.login()
+    tab.page.evaluate("window.__loaded_once = true")
+    run_id = server.submit("[row] watch me in the list")
+    row = tab.page.locator(f"tr[data-run-id='{run_id}']")
+    row.locator("[data-state='RUNNING']").wait_for()
+    row.locator("[data-col='tokens']").filter(has_text="15").wait_for()  # step 1's reply
+    answer.set()
+    row.locator("[data-state='COMPLETED']").wait_for()
+    record = server.run(run_id)
+    assert record["usage"]["input_tokens"] + record["usage"]["output_tokens"] == 235
+    row.locator("[data-col='tokens']").filter(has_text="235").wait_for()
+    assert row.locator("[data-col='step']").inner_text().split(" /")[0] == "2"
+    assert tab.page.evaluate("window.__loaded_once") is True  # no reload: the stream did it
 
 
 def test_runs_list_filters(open_page: OpenPage, server: Server) -> None:

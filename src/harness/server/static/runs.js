@@ -1,7 +1,7 @@
 // Page 1: the runs list, kept current by the live stream of every run's events.
 
 import { ApiError, get } from "./api.js";
-import { count, epoch, fill, h, seconds, stateBadge, usd, when, cut } from "./dom.js";
+import { count, cut, epoch, fill, h, seconds, stateBadge, usd, when } from "./dom.js";
 import { follow } from "./live.js";
 
 const STATES = ["PENDING", "RUNNING", "WAITING_TOOL", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"];
@@ -10,6 +10,7 @@ const LIVE_TYPES = [
   "approval_requested", "approval_decided", "run_waiting", "run_paused", "run_resumed",
   "run_recovered", "run_finished", "run_failed", "run_cancelled",
 ];
+const TERMINAL_TYPES = new Set(["run_finished", "run_failed", "run_cancelled"]);
 const COLUMNS = [
   ["Run", "run"], ["State", "state"], ["Agent", "agent"], ["Task type", "task_type"],
   ["Variant", "variant"], ["Step", "step"], ["Tokens", "tokens"], ["Cost", "cost"],
@@ -58,6 +59,17 @@ function row(run) {
   );
 }
 
+function approvalsPanel(approvals) {
+  if (!approvals.length) return [];
+  return h("section", { class: "card waiting", "aria-labelledby": "h-waiting" },
+    h("h2", { id: "h-waiting" }, `Waiting for approval (${approvals.length})`),
+    h("ul", { class: "waiting-list" }, approvals.map((a) => h("li", { dataset: { runId: a.run_id, callId: a.call_id } },
+      h("a", { href: `/runs/${encodeURIComponent(a.run_id)}` }, h("strong", { class: "mono" }, a.tool)),
+      " ", h("code", { class: "muted" }, cut(a.arguments, 80)),
+      a.reason ? h("span", { class: "muted" }, ` — ${cut(a.reason, 120)}`) : "",
+      " ", h("span", { class: "muted" }, `(${when(a.requested_at)})`)))));
+}
+
 function matches(run, filters) {
   if (filters.state && !filters.state.split(",").includes(run.state)) return false;
   if (filters.agent && run.agent !== filters.agent) return false;
@@ -92,6 +104,18 @@ export function mountRuns(main) {
   const status = h("p", { class: "muted live-status", role: "status", "aria-live": "polite" });
   const more = h("button", { type: "button", class: "secondary", hidden: true }, "Load more");
   const empty = h("p", { class: "muted", hidden: true }, "No runs match.");
+  const waiting = h("div");
+  let approvalsTimer = null;
+  const loadApprovals = () => {
+    clearTimeout(approvalsTimer);
+    approvalsTimer = setTimeout(async () => {
+      try {
+        fill(waiting, approvalsPanel((await get("/api/approvals")).approvals));
+      } catch {
+        // the runs table says what failed; the panel stays as it was
+      }
+    }, 250);
+  };
   let cursor = null;
   const pending = new Map();
 
@@ -143,8 +167,11 @@ export function mountRuns(main) {
     types: LIVE_TYPES,
     onEvent: (env) => {
       if (runs.has(env.run_id) || env.type === "run_submitted") refresh(env.run_id, env.type === "run_submitted");
+      if (env.type.startsWith("approval_") || TERMINAL_TYPES.has(env.type)) loadApprovals();
     },
     onStatus: (s) => {
+      // The all-runs stream starts at the moment of connecting: after a gap, read the list again.
+      if (s === "live" && status.dataset.live === "reconnecting") { load(true); loadApprovals(); }
       status.dataset.live = s;
       status.textContent = s === "live" ? "Live: updates as runs change." : "Reconnecting to the live stream…";
     },
@@ -169,13 +196,16 @@ export function mountRuns(main) {
 
   fill(main,
     h("div", { class: "page-head" }, h("h1", {}, "Runs"), status),
+    waiting,
     filterForm(filters, onChange),
     h("div", { class: "table-wrap" }, table),
     empty, more);
   load(true);
+  loadApprovals();
 
   return () => {
     stop();
+    clearTimeout(approvalsTimer);
     clearInterval(tick);
     for (const t of pending.values()) clearTimeout(t);
   };

@@ -26,6 +26,7 @@ RELEASED = {
     7: "5718863eb7a35198d8135bcf5e6622e706b11e3f280e5f53d664dafd5684b6cd",
     8: "102f82946b4770b5df61f442bb1eee437e9724f865743a62ffb778f6c0f73fe8",
     9: "0653b41c78e01b768970a0c35a6b9fa8159c862c79f61ded8e9d74262b5b2b3b",
+    10: "44e393a422b842802e01449fa8f842b3d618b419c99ee9b5501bb383788d8b3d",
 }
 """sha256 of each released migration's statements. Add a line for a new migration; never
 edit one: a database that applied the old statements would not be migrated again."""
@@ -141,7 +142,9 @@ async def test_reads_by_state_task_type_and_experiment_use_the_remaining_indexes
                 ("SELECT run_id FROM runs WHERE experiment = ?", ("ab",)),
             ],
         )
-        assert all("runs_claim_order" in plan for plan in found[:2]), found
+        assert "runs_claim_order" in found[1], found
+        # a count by state reads a state index: the claim order's, or (smaller) the listing's
+        assert any(i in found[0] for i in ("runs_claim_order", "runs_listing_by_state")), found
         assert "runs_by_task_type" in found[2], found
         assert "runs_by_experiment" in found[3], found
         assert "TEMP B-TREE" not in found[1], found  # claims read in order, no sort

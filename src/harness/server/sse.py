@@ -22,7 +22,7 @@ from harness.core.states import TERMINAL_STATES, RunState
 from harness.runtime.harness import Harness
 from harness.store.protocol import EventStore, RunRecord
 
-__all__ = ["END_FRAME", "KEEP_ALIVE", "LiveFeed", "Streams", "frame", "run_stream"]
+__all__ = ["END_FRAME", "KEEP_ALIVE", "LiveFeed", "RunTail", "Streams", "frame", "run_stream"]
 
 KEEP_ALIVE: Final = b": keep-alive\n\n"
 END_FRAME: Final = b"event: end\ndata: {}\n\n"
@@ -42,10 +42,15 @@ def frame(event: RunEvent, *, event_id: str) -> bytes:
 
 
 class Streams:
-    """The open streams' queues, so that stopping the server ends every one of them."""
+    """The open streams' queues, so that stopping the server ends every one of them.
+
+    It also holds the tail of each run that streams follow (`tail`): one reader of the
+    store per run, however many streams the run has.
+    """
 
     def __init__(self) -> None:
         self._queues: set[asyncio.Queue[object]] = set()
+        self._tails: dict[str, RunTail] = {}
         self.closing = False
 
     @contextlib.contextmanager
@@ -60,6 +65,29 @@ class Streams:
         finally:
             self._queues.discard(queue)
 
+    @contextlib.contextmanager
+    def tail(
+        self, store: EventStore, run_id: str, queue: asyncio.Queue[object], after: int
+    ) -> Generator[int]:
+        """Follow `run_id` into `queue` while in the block; yields where the tail stands.
+
+        The run's tail (started at `after` when the run has none yet) puts each batch of
+        new events in `queue`, from the first one it reads after this call on: events up
+        to the seq yielded are the caller's to read from the store.
+        """
+        tail = self._tails.get(run_id)
+        if tail is None or tail.ended:
+            tail = self._tails[run_id] = RunTail(store, run_id, after, self._forget)
+        position = tail.join(queue)
+        try:
+            yield position
+        finally:
+            tail.leave(queue)
+
+    def _forget(self, tail: RunTail) -> None:
+        if self._tails.get(tail.run_id) is tail:
+            del self._tails[tail.run_id]
+
     def close_all(self) -> None:
         """End every open stream (and any opened from now on)."""
         self.closing = True
@@ -70,6 +98,11 @@ class Streams:
     def count(self) -> int:
         """How many streams are open."""
         return len(self._queues)
+
+    @property
+    def tails(self) -> int:
+        """How many runs are followed (one store reader each)."""
+        return len(self._tails)
 
 
 def _offer(queue: asyncio.Queue[object], item: object, *, force: bool = False) -> bool:
@@ -84,43 +117,150 @@ def _offer(queue: asyncio.Queue[object], item: object, *, force: bool = False) -
 
 async def _next(queue: asyncio.Queue[object], keepalive_s: float) -> object | None:
     """The next item, or `None` after `keepalive_s` without one."""
+    if not queue.empty():
+        return queue.get_nowait()
     try:
-        return await asyncio.wait_for(queue.get(), keepalive_s)
+        async with asyncio.timeout(keepalive_s):  # no task per wait, unlike wait_for
+            return await queue.get()
     except TimeoutError:
         return None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Batch:
+    """Events a tail read in one go, each framed once for all of the run's streams."""
+
+    frames: tuple[tuple[int, bytes], ...]
+    """`(seq, frame)` of each event, in order."""
+    data: bytes
+    """Every frame, joined."""
+
+    def after(self, seq: int) -> bytes:
+        """The frames of the events after `seq`."""
+        if seq < self.frames[0][0]:
+            return self.data
+        return b"".join(data for number, data in self.frames if number > seq)
+
+
+class RunTail:
+    """One run's new events, read from the store once and put in every stream's queue.
+
+    It reads the events after the last it sent, wakes on the store's notices (PostgreSQL)
+    or every `poll_s`, and ends with the run: after the run's last event every queue gets
+    `_END`. A store error ends every stream (`_CLOSED`): the clients resume. It stops when
+    its last stream leaves.
+    """
+
+    poll_s: Final = 0.05
+
+    def __init__(
+        self, store: EventStore, run_id: str, after: int, forget: Callable[[RunTail], None]
+    ) -> None:
+        self.run_id, self.position, self.ended = run_id, after, False
+        self._store, self._forget = store, forget
+        self._queues: set[asyncio.Queue[object]] = set()
+        self._task = asyncio.create_task(self._pump())
+
+    def join(self, queue: asyncio.Queue[object]) -> int:
+        """Put the run's next batches in `queue`; returns the seq sent up to now."""
+        self._queues.add(queue)
+        return self.position
+
+    def leave(self, queue: asyncio.Queue[object]) -> None:
+        """Stop feeding `queue`; the last one to leave stops the tail."""
+        self._queues.discard(queue)
+        if not self._queues and not self.ended:
+            self._end()
+            self._task.cancel()
+
+    def _end(self) -> None:
+        self.ended = True
+        self._forget(self)
+
+    async def _pump(self) -> None:
+        ending: object = _CLOSED  # a store error ends the streams: the clients resume
+        try:
+            with contextlib.suppress(Exception):
+                await self._follow()
+                ending = _END
+        finally:
+            self._end()
+            for queue in self._queues:
+                _offer(queue, ending, force=ending is _CLOSED)
+
+    async def _follow(self) -> None:
+        seen = 0
+        while True:
+            batch = await self._store.events(self.run_id, after_seq=self.position)
+            if batch:
+                self._send(batch)
+                continue
+            record = await self._store.get_run(self.run_id)
+            if record is None or (
+                record.state in TERMINAL_STATES and record.last_seq <= self.position
+            ):
+                return
+            seen = await self._store.wait_for_notice("events", seen, self.poll_s)
+
+    def _send(self, events: list[RunEvent]) -> None:
+        frames = tuple((e.seq, frame(e, event_id=str(e.seq))) for e in events)
+        item = _Batch(frames=frames, data=b"".join(data for _, data in frames))
+        self.position = events[-1].seq
+        for queue in self._queues:
+            queue.put_nowait(item)
 
 
 async def run_stream(
     harness: Harness, run_id: str, after: int, *, streams: Streams, keepalive_s: float
 ) -> AsyncIterator[bytes]:
-    """One run's events after seq `after`, stored first, then live, then `event: end`."""
-    with streams.open() as queue:
+    """One run's events after seq `after`, stored first, then live, then `event: end`.
 
-        async def pump() -> None:
-            try:
-                async for event in harness.events(run_id, after_seq=after):
-                    await queue.put(event)
-                await queue.put(_END)
-            finally:
-                _offer(queue, _CLOSED, force=True)
+    Every stream of a run shares the run's tail (`Streams.tail`); a stream reads from the
+    store itself only the events its tail had sent before it joined.
+    """
+    with (
+        streams.open() as queue,
+        streams.tail(harness.store, run_id, queue, after) as position,
+    ):
+        sent = after
+        if after < position:
+            stored = await harness.store.events(run_id, after_seq=after)
+            if stored:
+                yield b"".join(frame(e, event_id=str(e.seq)) for e in stored)
+                sent = stored[-1].seq
+        while True:
+            item = await _next(queue, keepalive_s)
+            if item is None:
+                yield KEEP_ALIVE
+                continue
+            chunk, sent, done = _unsent([item, *_drain(queue)], sent)
+            if chunk:
+                yield chunk
+            if done:
+                return
 
-        task = asyncio.create_task(pump())
-        try:
-            while True:
-                item = await _next(queue, keepalive_s)
-                if item is None:
-                    yield KEEP_ALIVE
-                elif isinstance(item, RunEvent):
-                    yield frame(item, event_id=str(item.seq))
-                elif item is _END:
-                    yield END_FRAME
-                    return
-                else:
-                    return  # the server is stopping: the client resumes later
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+
+def _drain(queue: asyncio.Queue[object]) -> list[object]:
+    """Every item the queue holds now."""
+    return [queue.get_nowait() for _ in range(queue.qsize())]
+
+
+def _unsent(items: list[object], sent: int) -> tuple[bytes, int, bool]:
+    """The frames of `items` after seq `sent`, the last seq in them, and whether it ends.
+
+    A stream ends after `_END` (with `event: end`) or `_CLOSED` (the server is stopping:
+    the client resumes later).
+    """
+    parts: list[bytes] = []
+    for item in items:
+        if isinstance(item, _Batch):
+            parts.append(item.after(sent))
+            sent = max(sent, item.frames[-1][0])
+        else:
+            if item is _END:
+                parts.append(END_FRAME)
+            return b"".join(parts), sent, True
+    return b"".join(parts), sent, False
 
 
 @dataclass(eq=False)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from harness.core.codec import dumps, loads, usage_to_dict
-from harness.core.events import RunEvent
 from harness.core.messages import Message
 from harness.core.usage import Limits
 from harness.observability import TracedSpan
@@ -22,7 +20,6 @@ __all__ = [
     "message_json",
     "run_json",
     "span_json",
-    "steps_of",
     "trace_json",
 ]
 
@@ -95,11 +92,6 @@ def _max_steps(metadata: Mapping[str, Any]) -> int | None:
         if isinstance(value, int):
             return value
     return None
-
-
-def steps_of(events: Iterable[RunEvent]) -> Counter[str]:
-    """Steps started per run, from their `step_started` events."""
-    return Counter(event.run_id for event in events if event.type == "step_started")
 
 
 def message_json(message: Message) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from harness.store.protocol import RUN_STATES, TERMINAL_STATES, MessageTokens, R
 __all__ = [
     "RunFilter",
     "audit",
+    "count_events",
     "events",
     "events_of_runs",
     "expired_runs",
@@ -86,8 +87,8 @@ def list_runs(db: Db, where: RunFilter, *, limit: int | None) -> list[RunRecord]
             params.append(value)
     if where.before is not None:
         created, run_id = where.before
-        clauses.append("(created_at < ? OR (created_at = ? AND run_id < ?))")
-        params.extend((created, created, run_id))
+        clauses.append("(created_at, run_id) < (?, ?)")  # a range of the listing's indexes
+        params.extend((created, run_id))
     sql = f"SELECT {RUN_COLUMNS} FROM runs"
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)
@@ -160,6 +161,21 @@ def events_of_runs(db: Db, run_ids: Sequence[str], types: Sequence[str] | None) 
         )
         found.extend(event_from_body(row[0]) for row in rows)
     return found
+
+
+def count_events(db: Db, run_ids: Sequence[str], types: Sequence[str]) -> dict[str, int]:
+    """How many events of `types` each of `run_ids` has (none: left out), nothing decoded."""
+    counts: dict[str, int] = {}
+    if not types:
+        return counts
+    for ids in _chunks(run_ids):
+        rows = db.query(
+            f"SELECT run_id, count(*) FROM events WHERE run_id IN ({marks(len(ids))}) "
+            f"AND type IN ({marks(len(types))}) GROUP BY run_id",
+            (*ids, *types),
+        )
+        counts.update((str(row[0]), int(row[1])) for row in rows)
+    return counts
 
 
 def message_tokens(

@@ -206,6 +206,21 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "WHERE experiment IS NOT NULL",
         ),
     ),
+    Migration(
+        version=10,
+        description="listing runs newest first, whole or by state, agent or task type, in "
+        "keyset pages: each index ends with (created_at, run_id), the listing's order",
+        statements=(
+            "CREATE INDEX runs_listing_by_state ON runs (state, created_at, run_id)",
+            "DROP INDEX runs_by_created",
+            "CREATE INDEX runs_by_created ON runs (created_at, run_id)",
+            "DROP INDEX runs_by_agent",
+            "CREATE INDEX runs_by_agent ON runs (agent, created_at, run_id)",
+            "DROP INDEX runs_by_task_type",
+            "CREATE INDEX runs_by_task_type ON runs (task_type, created_at, run_id) "
+            "WHERE task_type IS NOT NULL",
+        ),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

@@ -194,6 +194,13 @@ class SqlStore:
         ids, kinds = tuple(dict.fromkeys(run_ids)), None if types is None else tuple(types)
         return await self._read(lambda db: _reads.events_of_runs(db, ids, kinds))
 
+    async def count_events(
+        self, run_ids: Collection[str], *, types: Collection[EventType]
+    ) -> dict[str, int]:
+        """Events of `types` per run, counted in batched queries; see `EventStore`."""
+        ids, kinds = tuple(dict.fromkeys(run_ids)), tuple(str(t) for t in types)
+        return await self._read(lambda db: _reads.count_events(db, ids, kinds))
+
     async def messages(self, run_id: str) -> list[Message]:
         """The run's messages, in order."""
         return await self._read(lambda db: _reads.messages(db, run_id))

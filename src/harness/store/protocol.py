@@ -359,6 +359,16 @@ class EventStore(Protocol):
         """
         ...
 
+    async def count_events(
+        self, run_ids: Collection[str], *, types: Collection[EventType]
+    ) -> dict[str, int]:
+        """How many events of `types` each of several runs has; runs with none are left out.
+
+        Counted by the database in a few batched queries: no event is read or decoded (the
+        API's list of runs shows each run's steps this way).
+        """
+        ...
+
     async def messages(self, run_id: str) -> list[Message]:
         """The run's whole message history, in order, exactly as appended."""
         ...

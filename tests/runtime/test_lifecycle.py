@@ -156,6 +156,8 @@ async def test_pending_to_running_and_pending_to_cancelled(settings: Settings) -
         assert [await state(submitter, r) for r in queued] == [S.PENDING, S.PENDING]
         await submitter.cancel(queued[1])
         assert await state(submitter, queued[1]) == S.CANCELLED
+        # a run cancelled before it started says why it ended, like one cancelled mid-run
+        assert (await submitter.get(queued[1])).termination == "cancelled"
     async with Harness(settings, agents=(first.agent, second.agent)) as worker:
         await first.model_called.wait()
         assert await state(worker, queued[0]) == S.RUNNING
@@ -275,6 +277,7 @@ async def test_paused_to_pending_and_paused_to_cancelled(settings: Settings) -> 
         assert await state(steering, ids[0]) == S.PENDING
         await steering.cancel(ids[1])
         assert await state(steering, ids[1]) == S.CANCELLED
+        assert (await steering.get(ids[1])).termination == "cancelled"
 
 
 # Illegal requests

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from harness.runtime.runs import agent_metadata
     from harness.runtime.settings import Settings, load_settings
     from harness.store import open_store
-    from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord
+    from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord, RunUpdate
     from harness.tools import ApprovalHandler, AuditLog
     from harness.tools.preflight import check_workspace_tools
 
@@ -539,6 +539,7 @@ class Harness:
                 [state],
                 RunState.CANCELLED,
                 events=[NewEvent(payload=RunCancelled(by=by, reason=reason))],
+                update=RunUpdate(termination="cancelled"),
             )
             if moved is not None:
                 self._note_labels(record)
@@ -923,7 +924,7 @@ def _load_runtime() -> None:
     global RunSubmitted, LiveTraces, Sampler, StoredRun, TraceContext, capture_content
     global tracing_enabled, EventBus, RunExecutor, AgentResources, private_directories
     global agent_metadata, load_settings, open_store, Decision, NewEvent, NewRun, RunRecord
-    global check_workspace_tools, overrides_of, AgentCatalog, assign_variant
+    global check_workspace_tools, overrides_of, AgentCatalog, assign_variant, RunUpdate
     import asyncio
     import socket
 
@@ -954,5 +955,5 @@ def _load_runtime() -> None:
     from harness.runtime.runs import agent_metadata
     from harness.runtime.settings import load_settings
     from harness.store import open_store
-    from harness.store.protocol import Decision, NewEvent, NewRun, RunRecord
+    from harness.store.protocol import Decision, NewEvent, NewRun, RunRecord, RunUpdate
     from harness.tools.preflight import check_workspace_tools

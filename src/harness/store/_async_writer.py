@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Protocol, TypeVar
 
-from harness.store._engine import WriteFailed, commit_error, translate_error
+from harness.store._engine import Settled, WriteFailed, commit_error, translate_error
 from harness.store._sql import Batch, Db, Driver, Row, insert_rows
 from harness.store.errors import StoreError
 
@@ -207,16 +207,9 @@ class _Script(Batch):
         return False
 
 
-class _Settled(asyncio.Future[None]):
-    """The future of a batch; cancelling one caller that waits on it leaves it running."""
-
-    def cancel(self, msg: Any | None = None) -> bool:
-        return False
-
-
 @dataclass(slots=True, eq=False)
 class _Batch:
-    done: _Settled
+    done: Settled
     ops: list[Op] = field(default_factory=list[Op])
     outcomes: list[_Outcome] = field(default_factory=list[_Outcome])
 
@@ -277,7 +270,7 @@ class AsyncWriter:
         if batch is not None and len(batch.ops) < self._max_batch:
             return batch
         loop = asyncio.get_running_loop()
-        batch = self._open = _Batch(done=_Settled(loop=loop))
+        batch = self._open = _Batch(done=Settled(loop=loop))
         self._queue.append(batch)
         if self._task is None:
             self._task = loop.create_task(self._drain(), name="harness-store-writer")

@@ -31,6 +31,7 @@ __all__ = [
     "CommitFailed",
     "Committer",
     "Readers",
+    "Settled",
     "WriteFailed",
     "Writer",
     "closed_error",
@@ -43,6 +44,17 @@ Op = Callable[[Db], Any]
 _Outcome = tuple[Any, BaseException | None]
 _RETRIES = 5
 _log = logging.getLogger(__name__)
+
+
+class Settled(asyncio.Future[None]):
+    """The future of a batch of writes on the loop (`LoopWriter`, `AsyncWriter`).
+
+    Cancelling one caller that waits on it leaves it, and the batch, running.
+    """
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        """Refuse: the batch's other writers still wait on it."""
+        return False
 
 
 class Committer(Protocol):

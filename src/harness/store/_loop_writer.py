@@ -36,7 +36,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeVar
 
 from harness.errors import ConfigError
-from harness.store._engine import CommitFailed, WriteFailed, commit_error, translate_error
+from harness.store._engine import (
+    CommitFailed,
+    Settled,
+    WriteFailed,
+    commit_error,
+    translate_error,
+)
 from harness.store._sql import Batch, Db, Driver
 
 __all__ = ["CommitStats", "CommitTimes", "LockingDriver", "LoopWriter"]
@@ -145,18 +151,11 @@ def _at(ordered: list[float], quantile: float) -> float:
     return ordered[int((len(ordered) - 1) * quantile)] * 1e3
 
 
-class _Settled(asyncio.Future[None]):
-    """The future of a batch; cancelling one caller that waits on it leaves it running."""
-
-    def cancel(self, msg: Any | None = None) -> bool:
-        return False
-
-
 @dataclass(slots=True, eq=False)
 class _Batch:
     """Writes that commit together, and each one's outcome once it is known."""
 
-    done: _Settled
+    done: Settled
     ops: list[Op] = field(default_factory=list[Op])
     values: list[Any] = field(default_factory=list[Any])
     errors: list[BaseException | None] = field(default_factory=list[BaseException | None])
@@ -238,7 +237,7 @@ class LoopWriter:
             raise ConfigError(
                 "a SQLite store was written from two event loops at once; use it from one"
             )
-        batch = _Batch(done=_Settled(loop=loop))
+        batch = _Batch(done=Settled(loop=loop))
         self._batches.append(batch)
         if len(self._batches) == 1:
             self._loop = loop

@@ -44,16 +44,11 @@ async def test_the_waterfall_of_a_stored_run(tmp_path: Path) -> None:
     assert lines[0].startswith("trace ")
     rows = [line for line in lines[2:] if line.strip()]
     names = [row.strip(" ✗…").split("  ")[0] for row in rows]
-    assert names == [
-        "invoke_agent tracer",
-        "step 1",
-        "chat gpt-main",
-        "execute_tool boom",
-        "execute_tool dump",
-        "step 2",
-        "compact_context trim",
-        "chat gpt-main",
-    ]
+    assert names[:3] == ["invoke_agent tracer", "step 1", "chat gpt-main"]
+    # the two calls of step 1 run at once: siblings are drawn by when each really started,
+    # which either may win by a few microseconds
+    assert sorted(names[3:5]) == ["execute_tool boom", "execute_tool dump"]
+    assert names[5:] == ["step 2", "compact_context trim", "chat gpt-main"]
     indents = [len(row) - len(row.lstrip(" ✗…")) for row in rows]
     assert indents[:3] == [2, 4, 6]  # the status mark's column, then two spaces a level
     by_name = dict(zip(names, rows, strict=True))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,6 +9,7 @@ import typer
 
 from harness.cli.app import app, fail
 from harness.errors import ConfigError, HarnessError
+from harness.observability.serve import is_loopback
 
 if TYPE_CHECKING:
     import socket
@@ -31,15 +31,6 @@ serve_app = typer.Typer(
 app.add_typer(serve_app, name="serve")
 token_app = typer.Typer(help="Tokens of the API.", no_args_is_help=True)
 serve_app.add_typer(token_app, name="token")
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @serve_app.callback()
@@ -74,7 +65,7 @@ def serve(
     env = dict(os.environ)
     made = None
     if not settings.server.tokens and not env.get(ENV_TOKEN):
-        if not _loopback(host):
+        if not is_loopback(host):
             fail(
                 f"refusing to listen on {host}, beyond the loopback, with no tokens: anyone "
                 "who reaches it could steer your agents. Add one to [server.tokens] of "

@@ -20,11 +20,21 @@ from typing import Final
 
 from harness.errors import ConfigError
 
-__all__ = ["MetricsServer", "check_host"]
+__all__ = ["MetricsServer", "check_host", "is_loopback"]
 
 _log = logging.getLogger(__name__)
 _READ_TIMEOUT_S: Final = 10.0
 _MAX_HEAD: Final = 16 * 1024
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is `localhost` or a loopback address (a name other than localhost is not)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def check_host(host: str, *, allow_remote: bool) -> None:
@@ -34,13 +44,7 @@ def check_host(host: str, *, allow_remote: bool) -> None:
         ConfigError: `host` is not a loopback address (or `localhost`) and
             `allow_remote` is false.
     """
-    if allow_remote or host == "localhost":
-        return
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not allow_remote and not is_loopback(host):
         raise ConfigError(
             f"metrics host {host!r} is not a loopback address: the metrics page names your "
             "agents, models and tools; serve it on 127.0.0.1 (the default), or allow other "

@@ -14,11 +14,14 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from harness.runtime.server_config import ROLES, Role, ServerConfig, ServerToken
 from harness.server._http import Request
 from harness.server.problems import Problem
+
+if TYPE_CHECKING:
+    from harness.runtime import Harness
 
 __all__ = [
     "COOKIE",
@@ -27,6 +30,7 @@ __all__ = [
     "Session",
     "Sessions",
     "TokenBook",
+    "harness_of",
     "hash_token",
     "new_token",
     "require",
@@ -75,9 +79,6 @@ class TokenBook:
         given = env.get(ENV_TOKEN)
         if given:
             self._tokens.append(ServerToken(name="env", sha256=hash_token(given), role="admin"))
-
-    def __bool__(self) -> bool:
-        return bool(self._tokens)
 
     def find(self, token: str) -> ServerToken | None:
         """The entry of `token`, or `None`; compares every hash in constant time."""
@@ -198,3 +199,9 @@ def require(role: Role) -> Callable[[Request], Awaitable[Principal]]:
 
     check.__name__ = f"require_{role}"
     return check
+
+
+def harness_of(request: Request) -> Harness:
+    """The `Harness` the app serves."""
+    harness: Harness = request.app.state.harness
+    return harness

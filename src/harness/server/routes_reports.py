@@ -10,10 +10,10 @@ from harness.observability._window import parse_since
 from harness.observability.cost import CostLine, CostReport, Dimension, read_cost
 from harness.observability.experiments import experiment_report
 from harness.observability.stats import compute_stats, stats_to_dict
-from harness.runtime.harness import Harness
 from harness.server._http import APIRouter, Depends, Query, Request, StreamingResponse
-from harness.server.auth import Principal, require
+from harness.server.auth import Principal, harness_of, require
 from harness.server.problems import Problem
+from harness.server.sse import SSE_HEADERS
 
 __all__ = ["router"]
 
@@ -28,11 +28,6 @@ _DIMENSION: Final[dict[str, Dimension]] = {
     "variant": "variant",
 }
 _MAX_HOURS: Final = 72
-
-
-def _harness(request: Request) -> Harness:
-    harness: Harness = request.app.state.harness
-    return harness
 
 
 def _when(name: str, value: str | None, now: float) -> float | None:
@@ -74,8 +69,7 @@ async def all_events(
     state = request.app.state
     wanted = [t.strip() for t in types.split(",") if t.strip()] if types else None
     stream = state.feed.stream(state.streams, types=wanted, keepalive_s=state.config.keepalive_s)
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+    return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 def _row(line: CostLine, dimension: Dimension | None) -> dict[str, Any]:
@@ -117,7 +111,7 @@ async def cost(
     """Runs, tokens and US dollars of the runs created in `[since, until)`, by one dimension."""
     now = time.time()
     report = await read_cost(
-        _harness(request).store,
+        harness_of(request).store,
         by=(_DIMENSION[by],),
         since=_when("since", since, now),
         until=_when("until", until, now),
@@ -136,7 +130,7 @@ async def cost_series(
     """Cost and tokens per bucket of time, one series per key."""
     now = time.time()
     start = _when("since", since, now) or now - (7 * 86_400 if bucket == "day" else 86_400)
-    store, dimension = _harness(request).store, _DIMENSION[by]
+    store, dimension = harness_of(request).store, _DIMENSION[by]
     points: dict[Any, list[dict[str, Any]]] = {}
     if bucket == "day":
         report = await read_cost(store, by=(dimension, "day"), since=start)
@@ -182,7 +176,7 @@ async def stats(
     except ConfigError as exc:
         raise Problem(422, f"since: {exc}") from exc
     found = await compute_stats(
-        _harness(request).store, since=window.start, agent=agent, task_type=task_type
+        harness_of(request).store, since=window.start, agent=agent, task_type=task_type
     )
     return {"window": window.text, **stats_to_dict(found)}
 
@@ -190,7 +184,7 @@ async def stats(
 @router.get("/experiments", summary="The experiments' reports")
 async def experiments(request: Request, _: Reader) -> list[dict[str, Any]]:
     """One report per experiment of harness.toml, as `harness experiments report --json`."""
-    harness = _harness(request)
+    harness = harness_of(request)
     reports: list[dict[str, Any]] = []
     for name, experiment in sorted(harness.settings.experiments.items()):
         variants = [v.name for v in experiment.variants]

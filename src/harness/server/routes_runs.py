@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.agent.spec import AgentSpec
-from harness.core.events import ApprovalRequested
 from harness.core.ids import check_task_type
 from harness.core.states import RunState
 from harness.errors import ConfigError
@@ -15,9 +14,9 @@ from harness.observability import trace_of
 from harness.runtime._agents_config import Overrides
 from harness.runtime.harness import Harness, already_decided, stored_context
 from harness.server._http import APIRouter, Depends, Query, Request, StreamingResponse
-from harness.server.auth import Principal, require
+from harness.server.auth import Principal, harness_of, require
 from harness.server.problems import Problem
-from harness.server.sse import run_stream
+from harness.server.sse import SSE_HEADERS, run_stream
 from harness.server.views import (
     decode_cursor,
     encode_cursor,
@@ -32,7 +31,6 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api")
 Reader = Annotated[Principal, Depends(require("read"))]
 Operator = Annotated[Principal, Depends(require("operate"))]
-_SSE_HEADERS: Final = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 class NewRunBody(BaseModel):
@@ -63,11 +61,6 @@ class DecisionBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     decision: str = Field(pattern="^(approve|deny)$")
     reason: str | None = Field(default=None, max_length=2_000)
-
-
-def _harness(request: Request) -> Harness:
-    harness: Harness = request.app.state.harness
-    return harness
 
 
 async def _run(harness: Harness, run_id: str) -> RunRecord:
@@ -105,7 +98,7 @@ async def list_runs(
     cursor: str | None = None,
 ) -> dict[str, Any]:
     """Runs matching every filter, newest first, `limit` per page; `next_cursor` goes on."""
-    harness = _harness(request)
+    harness = harness_of(request)
     try:
         check_task_type(task_type)
     except ConfigError as exc:
@@ -125,7 +118,7 @@ async def list_runs(
 @router.post("/runs", status_code=201, summary="Submit a run")
 async def submit_run(request: Request, body: NewRunBody, principal: Operator) -> dict[str, str]:
     """Queue a run (the options of `harness run`); this server or any worker executes it."""
-    harness = _harness(request)
+    harness = harness_of(request)
     agent = _agent_of(harness, body)
     limits = {"max_steps": body.max_steps} if body.max_steps is not None else {}
     overrides = Overrides(model=body.model, strategy=None, limits=limits)
@@ -192,14 +185,14 @@ def _check_model(harness: Harness, model: str | None) -> None:
 @router.get("/runs/{run_id}", summary="One run")
 async def get_run(request: Request, run_id: str, _: Reader) -> dict[str, Any]:
     """The run as the store knows it: state, usage, result, steps taken."""
-    harness = _harness(request)
+    harness = harness_of(request)
     return (await _with_steps(harness, [await _run(harness, run_id)]))[0]
 
 
 @router.get("/runs/{run_id}/messages", summary="A run's message history")
 async def get_messages(request: Request, run_id: str, _: Reader) -> dict[str, Any]:
     """The run's exact message history, rebuilt from the store."""
-    harness = _harness(request)
+    harness = harness_of(request)
     await _run(harness, run_id)
     return {"messages": [message_json(m) for m in await harness.store.messages(run_id)]}
 
@@ -207,7 +200,7 @@ async def get_messages(request: Request, run_id: str, _: Reader) -> dict[str, An
 @router.get("/runs/{run_id}/audit", summary="A run's audit records")
 async def get_audit(request: Request, run_id: str, _: Reader) -> dict[str, Any]:
     """One audit record per tool call of the run."""
-    harness = _harness(request)
+    harness = harness_of(request)
     await _run(harness, run_id)
     return {"audit": await harness.store.audit(run_id)}
 
@@ -215,7 +208,7 @@ async def get_audit(request: Request, run_id: str, _: Reader) -> dict[str, Any]:
 @router.get("/runs/{run_id}/trace", summary="A run's trace")
 async def get_trace(request: Request, run_id: str, _: Reader) -> dict[str, Any]:
     """The run's spans (what `harness trace RUN` draws), parents before children."""
-    harness = _harness(request)
+    harness = harness_of(request)
     record = await _run(harness, run_id)
     events = await harness.store.events(run_id)
     providers = {name: p.provider for name, p in harness.settings.profiles.items()}
@@ -246,7 +239,7 @@ async def run_events(
     after: Annotated[int | None, Query(ge=0, le=2**53)] = None,
 ) -> StreamingResponse:
     """Stored events after `after` (or `Last-Event-ID`), then live ones; ends after the last."""
-    harness = _harness(request)
+    harness = harness_of(request)
     await _run(harness, run_id)
     state = request.app.state
     stream = run_stream(
@@ -256,13 +249,13 @@ async def run_events(
         streams=state.streams,
         keepalive_s=state.config.keepalive_s,
     )
-    return StreamingResponse(stream, media_type="text/event-stream", headers=_SSE_HEADERS)
+    return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 @router.post("/runs/{run_id}/pause", status_code=202, summary="Pause a run")
 async def pause_run(request: Request, run_id: str, principal: Operator) -> dict[str, str]:
     """Pause the run at its next step boundary."""
-    harness = _harness(request)
+    harness = harness_of(request)
     await _run(harness, run_id)
     await harness.pause(run_id, by=f"token:{principal.name}")
     return {"run_id": run_id, "requested": "pause"}
@@ -271,7 +264,7 @@ async def pause_run(request: Request, run_id: str, principal: Operator) -> dict[
 @router.post("/runs/{run_id}/resume", summary="Resume a run")
 async def resume_run(request: Request, run_id: str, _: Operator) -> dict[str, str]:
     """Continue a PAUSED run, or start a new one from a FAILED or CANCELLED one."""
-    harness = _harness(request)
+    harness = harness_of(request)
     await _run(harness, run_id)
     return {"run_id": await harness.resume(run_id), "resumed": run_id}
 
@@ -281,7 +274,7 @@ async def cancel_run(
     request: Request, run_id: str, principal: Operator, body: CancelBody | None = None
 ) -> dict[str, str]:
     """Cancel the run; a model call or tool in flight is interrupted."""
-    harness = _harness(request)
+    harness = harness_of(request)
     await _run(harness, run_id)
     reason = body.reason if body is not None else None
     await harness.cancel(run_id, reason=reason, by=f"token:{principal.name}")
@@ -293,7 +286,7 @@ async def decide(
     request: Request, run_id: str, call_id: str, body: DecisionBody, principal: Operator
 ) -> dict[str, str]:
     """Decide a tool call that waits for approval; the first decision stands (else 409)."""
-    harness = _harness(request)
+    harness = harness_of(request)
     await _run(harness, run_id)
     waiting = [p["call_id"] for p in await harness.pending_approvals(run_id)]
     if call_id not in waiting:
@@ -314,25 +307,5 @@ async def decide(
 
 @router.get("/approvals", summary="Tool calls waiting for approval")
 async def approvals(request: Request, _: Reader) -> dict[str, Any]:
-    """Every tool call waiting for a decision, in every run (batched reads)."""
-    store = _harness(request).store
-    runs = await store.list_runs(state=RunState.WAITING_TOOL, limit=None)
-    events = await store.events_of_runs(
-        [r.run_id for r in runs], types=("approval_requested", "approval_decided")
-    )
-    asked: dict[tuple[str, str], dict[str, Any]] = {}
-    for event in events:
-        payload = event.payload
-        if isinstance(payload, ApprovalRequested):
-            asked[(event.run_id, payload.call_id)] = {
-                "run_id": event.run_id,
-                "call_id": payload.call_id,
-                "tool": payload.tool,
-                "arguments": payload.arguments,
-                "reason": payload.reason,
-                "step": payload.step,
-                "requested_at": event.ts,
-            }
-        else:
-            asked.pop((event.run_id, getattr(payload, "call_id", "")), None)
-    return {"approvals": list(asked.values())}
+    """Every tool call waiting for a decision, in every run."""
+    return {"approvals": await harness_of(request).pending_approvals()}

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any, Final, cast
 from urllib.parse import parse_qs, urlsplit
 
-from harness.runtime.harness import Harness
 from harness.server._http import (
     APIRouter,
     Depends,
@@ -19,7 +18,7 @@ from harness.server._http import (
     Request,
     Response,
 )
-from harness.server.auth import COOKIE, Principal, require
+from harness.server.auth import COOKIE, Principal, harness_of, require
 from harness.server.problems import Problem, problem_response
 
 __all__ = ["STATIC_DIR", "router"]
@@ -53,7 +52,7 @@ async def healthz() -> dict[str, str]:
 @router.get("/readyz", include_in_schema=False)
 async def readyz(request: Request) -> Response:
     """The store answers (within 2 s)."""
-    harness: Harness = request.app.state.harness
+    harness = harness_of(request)
     try:
         async with asyncio.timeout(_READY_TIMEOUT_S):
             await harness.store.schema_version()
@@ -67,7 +66,7 @@ async def metrics(request: Request, _: Reader) -> Response:
     """The runs' Prometheus metrics (as `harness worker --metrics-port` serves them)."""
     from harness.observability.metrics import CONTENT_TYPE
 
-    harness: Harness = request.app.state.harness
+    harness = harness_of(request)
     if harness.metrics is None:
         raise Problem(404, "this server keeps no metrics")
     return Response(await harness.metrics.render(), media_type=CONTENT_TYPE)

@@ -22,7 +22,19 @@ from harness.core.states import TERMINAL_STATES, RunState
 from harness.runtime.harness import Harness
 from harness.store.protocol import EventStore, RunRecord
 
-__all__ = ["END_FRAME", "KEEP_ALIVE", "LiveFeed", "RunTail", "Streams", "frame", "run_stream"]
+__all__ = [
+    "END_FRAME",
+    "KEEP_ALIVE",
+    "SSE_HEADERS",
+    "LiveFeed",
+    "RunTail",
+    "Streams",
+    "frame",
+    "run_stream",
+]
+
+SSE_HEADERS: Final = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+"""Headers of every event stream: never cached, never buffered by a proxy."""
 
 KEEP_ALIVE: Final = b": keep-alive\n\n"
 END_FRAME: Final = b"event: end\ndata: {}\n\n"
@@ -267,7 +279,6 @@ def _unsent(items: list[object], sent: int) -> tuple[bytes, int, bool]:
 class _Subscriber:
     queue: asyncio.Queue[object]
     types: frozenset[str] | None
-    dropped: bool = False
 
 
 @dataclass
@@ -390,6 +401,6 @@ class LiveFeed:
             if subscriber.types is not None and event.type not in subscriber.types:
                 continue
             if not _offer(subscriber.queue, event):
-                subscriber.dropped = True  # too slow: end its stream, it reconnects
+                # too slow: end its stream, it reconnects
                 _offer(subscriber.queue, _CLOSED, force=True)
                 self._subscribers.discard(subscriber)

@@ -10,7 +10,8 @@ from typing import Any, cast
 from harness.core.codec import dumps, loads, usage_to_dict
 from harness.core.messages import Message
 from harness.core.usage import Limits
-from harness.observability import TracedSpan
+from harness.observability import TracedSpan, span_to_dict
+from harness.runtime._agents_config import LIMIT_KEYS
 from harness.server.problems import Problem
 from harness.store.protocol import RunRecord
 
@@ -24,13 +25,6 @@ __all__ = [
 ]
 
 
-LIMIT_KEYS: tuple[str, ...] = (
-    "max_steps",
-    "max_tokens",
-    "max_cost_usd",
-    "max_seconds",
-    "max_tool_calls",
-)
 """The limits a Run shows (`limits`): the budget the dashboard counts down."""
 
 
@@ -110,23 +104,10 @@ def message_json(message: Message) -> dict[str, Any]:
 
 
 def span_json(traced: TracedSpan, parents: Mapping[str, str]) -> dict[str, Any]:
-    """A span of a run's trace, its parent named by the OpenTelemetry id of that span."""
+    """A span as `harness trace --json` gives it, with `parent_id`: its parent's OTel id."""
     span = traced.span
-    return {
-        "span_id": traced.otel_span_id,
-        "parent_id": parents.get(span.parent_id) if span.parent_id else None,
-        "name": span.name,
-        "kind": span.kind,
-        "depth": traced.depth,
-        "start": span.start,
-        "end": span.end,
-        "status": span.status,
-        "status_message": span.status_message,
-        "finished": span.finished,
-        "attributes": {
-            k: list(v) if isinstance(v, tuple) else v for k, v in span.attributes.items()
-        },
-    }
+    parent = parents.get(span.parent_id) if span.parent_id else None
+    return span_to_dict(traced) | {"parent_id": parent}
 
 
 def trace_json(spans: Sequence[TracedSpan]) -> dict[str, Any]:

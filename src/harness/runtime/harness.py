@@ -594,24 +594,32 @@ class Harness:
         await self._decide(run_id, call_id, "deny", by=by, reason=reason)
 
     async def pending_approvals(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """Tool calls waiting for a decision: of one run, or of every waiting run."""
+        """Tool calls waiting for a decision: of one run, or of every waiting run.
+
+        Each is the `approval_requested` payload with its `run_id` and `requested_at` (the
+        event's time); the events of every run are read in one query.
+        """
         if run_id is not None:
             runs = [await self._record(run_id)]
         else:
-            runs = await self.store.list_runs(state=RunState.WAITING_TOOL, limit=10_000)
-        pending: list[dict[str, Any]] = []
-        for record in runs:
-            asked: dict[str, dict[str, Any]] = {}
-            for event in await self.store.events(record.run_id):
-                match event.payload:
-                    case ApprovalRequested(call_id=call_id) as asking:
-                        asked[call_id] = {"run_id": record.run_id, **payload_to_dict(asking)}
-                    case ApprovalDecided(call_id=call_id):
-                        asked.pop(call_id, None)
-                    case _:
-                        pass
-            pending += asked.values()
-        return pending
+            runs = await self.store.list_runs(state=RunState.WAITING_TOOL, limit=None)
+        events = await self.store.events_of_runs(
+            [r.run_id for r in runs], types=("approval_requested", "approval_decided")
+        )
+        asked: dict[tuple[str, str], dict[str, Any]] = {}
+        for event in events:
+            match event.payload:
+                case ApprovalRequested(call_id=call_id) as asking:
+                    asked[event.run_id, call_id] = {
+                        "run_id": event.run_id,
+                        **payload_to_dict(asking),
+                        "requested_at": event.ts,
+                    }
+                case ApprovalDecided(call_id=call_id):
+                    asked.pop((event.run_id, call_id), None)
+                case _:
+                    pass
+        return list(asked.values())
 
     async def decision(self, run_id: str, call_id: str) -> Decision | None:
         """The decision recorded for a tool call, or `None` while it has none."""

@@ -347,7 +347,7 @@ class LoopWriter:
             raise
         try:
             if isolate:
-                outcomes = self._run(ops, self._isolated)
+                outcomes = self._run(ops)
             else:
                 outcomes = self._run_shared(ops)
             self._commit(len(outcomes))
@@ -357,8 +357,8 @@ class LoopWriter:
             raise
         return outcomes
 
-    def _run(self, ops: list[Op], run: Callable[[Op], _Outcome]) -> list[_Outcome]:
-        """Run `ops` in order, stopping early once they took `_BUDGET_S` of CPU.
+    def _run(self, ops: list[Op]) -> list[_Outcome]:
+        """Run `ops` in order, each isolated, stopping early once they took `_BUDGET_S` of CPU.
 
         That happens when a write costs far more than the ones before; the rest wait for
         the next transaction.
@@ -366,7 +366,7 @@ class LoopWriter:
         outcomes, last = list[_Outcome](), len(ops) - 1
         started = time.thread_time() if last else 0.0  # a clock read costs about 1 us
         for n, op in enumerate(ops):
-            outcomes.append(run(op))
+            outcomes.append(self._isolated(op))
             if n < last and time.thread_time() - started > _BUDGET_S:
                 break
         return outcomes

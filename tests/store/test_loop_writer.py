@@ -167,13 +167,13 @@ def transactions(log: list[str]) -> list[list[str]]:
 async def test_a_transaction_that_holds_the_loop_too_long_leaves_the_rest_to_the_next(
     db: FakeDb,
 ) -> None:
-    """Writes of 0.3 ms each: a transaction stops taking them once they ran 0.75 ms."""
+    """Writes of 0.3 ms each: a transaction stops taking them once they ran 1.5 ms."""
     w = writer(db)
     names = [f"w{i}" for i in range(20)]
     assert await asyncio.gather(*(w.submit(costly(name, 0.0003)) for name in names)) == names
     groups = transactions(db.log)
     assert [name for group in groups for name in group] == names
-    assert max(len(group) for group in groups) <= 3, groups
+    assert max(len(group) for group in groups) <= 6, groups
     await w.stop()
 
 

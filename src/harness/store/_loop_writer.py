@@ -8,8 +8,9 @@ outcome. With WAL and `synchronous=NORMAL` a commit does not fsync; it holds the
 tens or hundreds of microseconds, and `commit_stats` reports how long.
 
 A transaction takes as many writes as fit in 0.75 ms of the loop thread's CPU by the cost
-of the transactions before (at most `max_batch`), and no more once its writes ran that long:
-the rest commit in the next iteration, so the loop serves its other callbacks between
+of the transactions before (at most `max_batch`), and no more once its writes ran twice
+that long (a write far costlier than the ones before, or a loaded machine): the rest commit
+in the next iteration, so the loop serves its other callbacks between
 commits, and a burst of writes makes many short transactions rather than a few long ones.
 What the threaded `Writer` guarantees holds here too: a write that fails is undone alone
 (the batch runs again with a savepoint per write); a failed COMMIT on a broken connection
@@ -56,6 +57,11 @@ _FIRST_RETRY_S: Final = 0.001
 _LAST_RETRY_S: Final = 0.032
 _BUDGET_S: Final = 0.00075
 """The loop thread's CPU time one transaction should take, COMMIT included."""
+_LIMIT_S: Final = 2 * _BUDGET_S
+"""The CPU time after which a transaction takes no more writes, whatever it was sized for.
+
+Above the budget, so that writes sized to fit it are not split by the clock's noise or a
+busy machine's slower cache; below the 2 ms a commit may hold the loop."""
 _LEARN: Final = 0.25
 """The weight of the last transaction in the estimate of a write's cost."""
 _RESERVOIR: Final = 4096
@@ -358,7 +364,7 @@ class LoopWriter:
         return outcomes
 
     def _run(self, ops: list[Op]) -> list[_Outcome]:
-        """Run `ops` in order, each isolated, stopping early once they took `_BUDGET_S` of CPU.
+        """Run `ops` in order, each isolated, stopping early once they took `_LIMIT_S` of CPU.
 
         That happens when a write costs far more than the ones before; the rest wait for
         the next transaction.
@@ -367,7 +373,7 @@ class LoopWriter:
         started = time.thread_time() if last else 0.0  # a clock read costs about 1 us
         for n, op in enumerate(ops):
             outcomes.append(self._isolated(op))
-            if n < last and time.thread_time() - started > _BUDGET_S:
+            if n < last and time.thread_time() - started > _LIMIT_S:
                 break
         return outcomes
 
@@ -382,7 +388,7 @@ class LoopWriter:
         try:
             for n, op in enumerate(ops):
                 outcomes.append((op(shared), None))
-                if n < last and time.thread_time() - started > _BUDGET_S:
+                if n < last and time.thread_time() - started > _LIMIT_S:
                     break
             shared.flush()
         except Exception as exc:  # one write failed: the whole batch is undone

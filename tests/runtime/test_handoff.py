@@ -1,13 +1,9 @@
 """Handoffs in the durable runtime: a triage agent hands the conversation to billing."""
 
-import json
 from pathlib import Path
 
-import pytest
-
-from harness import Agent, Harness, Limits, Message, tool
+from harness import Agent, Harness, Message, tool
 from harness.core.events import Handoff, RunStarted, ToolCompleted, payloads
-from harness.errors import ConfigError
 from harness.runtime import Settings
 from harness.testing import ScriptedModel, call, reply
 

@@ -393,8 +393,10 @@ class ActiveRun:
         return Turn(kind="tools", text=message.content, outcomes=(outcome,), hint=hint)
 
     def keep(self, message: Message) -> Message:
-        """Count and report a message the conversation does not hold (a handoff's system
-        message, which the next agent's conversation starts with)."""
+        """Count and report a message the conversation does not hold.
+
+        A handoff's system message: the next agent's conversation starts with it.
+        """
         counter = self.window.counter if self.window is not None else self._counter
         message = counter.counted(message)
         self._sink.message(message)

@@ -128,7 +128,7 @@ class HandoffRefused(Exception):
     """The runtime refuses a handoff; the text is the tool message the model reads."""
 
 
-class HandedOff(Exception):  # noqa: N818 - a signal, like StopIteration, not an error
+class HandedOff(Exception):
     """Raised once a handoff committed: the loop goes on under `seat`.
 
     It passes through the strategy (as a pause does) to `AgentLoop`, which continues the
@@ -198,9 +198,7 @@ class HandoffTools:
             )
         self.toolset = Toolset(specs)
         """The tools as a toolset: their definitions, argument checks and outcomes."""
-        self._offered: tuple[tuple[ToolDefinition, ...], tuple[ToolDefinition, ...]] | None = (
-            None
-        )
+        self._offered: tuple[tuple[ToolDefinition, ...], tuple[ToolDefinition, ...]] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -236,10 +234,10 @@ def _description(agent: str, about: str) -> str:
 
 
 def carried(messages: list[Message]) -> list[Message]:
-    """The conversation a stored history stands for: each later system message (a
-    handoff's) replaces the first one, and is sent nowhere else.
+    """The conversation a stored history stands for.
 
-    Returns `messages` itself when it holds one system message at most.
+    Each system message after the first (a handoff's) replaces the first one, and is sent
+    nowhere else. Returns `messages` itself when it holds one system message at most.
     """
     if not any(m.role == "system" for m in messages[1:]):
         return messages

@@ -323,4 +323,3 @@ def _last_text(messages: Sequence[Message]) -> str | None:
     return next(
         (m.content for m in reversed(messages) if m.role == "assistant" and m.content), None
     )
-

@@ -86,8 +86,11 @@ class AgentCatalog:
         self._layered = bool(settings.task_types or settings.experiments)
 
     def register(self, agent: AgentSpec) -> None:
-        """Let runs of `agent` (matched by name) execute here, and of the agents it may
-        hand over to that it gives as objects (unless one of that name is registered)."""
+        """Let runs of `agent` (matched by name) execute here.
+
+        So may runs of the agents it hands over to that it gives as objects (unless an
+        agent of that name is registered already).
+        """
         self._registered[agent.name] = agent
         if agent.handoffs:
             self._register_targets(agent)

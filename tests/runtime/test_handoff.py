@@ -1,11 +1,16 @@
 """Handoffs in the durable runtime: a triage agent hands the conversation to billing."""
 
+import sys
 from pathlib import Path
 
 from harness import Agent, Harness, Message, tool
 from harness.core.events import Handoff, RunStarted, ToolCompleted, payloads
 from harness.runtime import Settings
-from harness.testing import ScriptedModel, call, reply
+from harness.testing import FunctionModel, ScriptedModel, call, reply
+
+sys.path.insert(0, str(Path(__file__).parent / "processes"))
+import kill_agents
+from owner_process import OwnerProcess
 
 TASK = "I was charged twice for order 42."
 TRIAGE_PROMPT = "You are triage. Route the customer to the right team."
@@ -113,3 +118,46 @@ async def test_triage_hands_over_and_billing_answers(tmp_path: Path) -> None:
     # Steps and usage carried on in the same run.
     assert result.usage.requests == 3
     assert [p.call_id for p in payloads(events, ToolCompleted) if p.ok] == ["h1", "r1"]
+
+
+async def test_a_run_killed_after_its_handoff_goes_on_as_the_new_agent(
+    tmp_path: Path, store_target: str
+) -> None:
+    with OwnerProcess(tmp_path, store_target, "triage", TASK) as first:
+        run_id = first.run_id
+        assert run_id is not None
+        assert first.line() == "in billing"  # the handoff committed; billing's model waits
+        first.kill()
+    billing_model = FunctionModel(lambda request: reply("Refund issued."))
+    triage_model = FunctionModel(lambda request: reply("triage again"))
+    billing_agent = Agent(
+        name="billing", instructions=kill_agents.BILLING_PROMPT, model=billing_model
+    )
+    agent = kill_agents.triage(billing_agent, triage_model)
+    async with Harness(Settings(home=tmp_path), store=store_target, agents=(agent,)) as h:
+        result = await h.wait(run_id, timeout=30)
+        record = await h.get(run_id)
+        events = [e async for e in h.events(run_id)]
+        costs = await h.store.list_runs(agent="billing")
+    assert result.output == "Refund issued."
+    assert record.agent == "billing"
+    assert [r.run_id for r in costs] == [run_id]
+    assert triage_model.requests == []  # the taken-over run never went back to triage
+    assert [e.type for e in events if e.type in ("handoff", "run_recovered", "run_started")] == [
+        "run_started",
+        "handoff",  # billing's own run_started had not committed when the process died
+        "run_recovered",
+        "run_started",
+    ]
+    assert [p.agent for p in payloads(events, RunStarted)] == ["triage", "billing"]
+    [sent] = [r.messages for r in billing_model.requests]
+    assert [(m.role, m.content) for m in sent] == [
+        ("system", kill_agents.BILLING_PROMPT),
+        ("user", TASK),
+        ("assistant", None),
+        (
+            "tool",
+            "Handed the conversation over to the billing agent, which continues from here.",
+        ),
+    ]
+    assert len(payloads(events, Handoff)) == 1

@@ -3,8 +3,11 @@
 import sys
 from pathlib import Path
 
-from harness import Agent, Harness, Message, tool
+import pytest
+
+from harness import Agent, Harness, Limits, Message, tool
 from harness.core.events import Handoff, RunStarted, ToolCompleted, payloads
+from harness.errors import ConfigError
 from harness.runtime import Settings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 
@@ -161,3 +164,150 @@ async def test_a_run_killed_after_its_handoff_goes_on_as_the_new_agent(
         ),
     ]
     assert len(payloads(events, Handoff)) == 1
+
+
+ESCALATIONS: list[str] = []
+
+
+@tool(side_effects="mutating")
+def escalate_logged(note: str) -> str:
+    """Escalate to a human (logged, not safe to repeat)."""
+    ESCALATIONS.append(note)
+    return "escalated"
+
+
+def tool_texts(messages: "list[Message] | tuple[Message, ...]") -> dict[str, str]:
+    return {m.tool_call_id or "": m.content or "" for m in messages if m.role == "tool"}
+
+
+async def test_a_handoff_to_an_unknown_agent_is_a_tool_error_and_the_agent_goes_on(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        [
+            reply(
+                None,
+                call("transfer_to_nobody", {}, id="h1"),
+                call("escalate_logged", {"note": "x"}, id="e1"),
+            ),
+            "I will handle it myself.",
+        ]
+    )
+    agent = Agent(name="triage", model=model, tools=[escalate_logged], handoffs=["nobody"])
+    ESCALATIONS.clear()
+    async with Harness(Settings(home=tmp_path)) as h:
+        result = await h.run(agent, TASK)
+        record = await h.get(result.run_id)
+        events = [e async for e in h.events(result.run_id)]
+    assert result.output == "I will handle it myself."
+    assert record.agent == "triage"
+    assert "handoffs" not in record.metadata
+    assert payloads(events, Handoff) == []
+    texts = tool_texts(result.messages)
+    assert texts["h1"].startswith("The handoff to nobody was refused: no agent named 'nobody'")
+    assert texts["e1"].startswith("This call was not run: a step that calls transfer_to_nobody")
+    assert ESCALATIONS == []  # the other call of the handoff step never ran
+    completed = {p.call_id: p.status for p in payloads(events, ToolCompleted)}
+    assert completed == {"h1": "tool_error", "e1": "not_run"}
+    # The unknown target's tool has a description of its own.
+    [offered] = [t for t in model.requests[0].tools if t.name == "transfer_to_nobody"]
+    assert offered.description.startswith("Hand the conversation over to the nobody agent.")
+
+
+async def test_only_the_first_handoff_of_a_step_counts_and_nothing_else_runs(
+    tmp_path: Path,
+) -> None:
+    first = ScriptedModel(
+        [
+            reply(
+                None,
+                call("escalate_logged", {"note": "x"}, id="e1"),
+                call("transfer_to_billing", {"reason": "charge"}, id="h1"),
+                call("transfer_to_billing", {"reason": "again"}, id="h2"),
+            )
+        ]
+    )
+    second = ScriptedModel(["Done by billing."])
+    agent = Agent(name="triage", model=first, tools=[escalate_logged], handoffs=[billing(second)])
+    ESCALATIONS.clear()
+    async with Harness(Settings(home=tmp_path)) as h:
+        result = await h.run(agent, TASK)
+        events = [e async for e in h.events(result.run_id)]
+    assert result.output == "Done by billing."
+    assert ESCALATIONS == []
+    [handoff] = payloads(events, Handoff)
+    assert (handoff.call_id, handoff.reason) == ("h1", "charge")
+    texts = tool_texts(result.messages)
+    assert texts["h1"].startswith("Handed the conversation over to the billing agent")
+    for other in ("e1", "h2"):
+        assert texts[other].startswith(
+            "This call was not run: in the same step the conversation was handed over to "
+            "the billing agent"
+        )
+    # Every call of the assistant message is answered, in the conversation billing got.
+    assert set(tool_texts(second.requests[0].messages)) == {"e1", "h1", "h2"}
+
+
+async def test_bad_arguments_of_a_handoff_call_are_a_tool_error(tmp_path: Path) -> None:
+    first = ScriptedModel(
+        [reply(None, call("transfer_to_billing", {"reason": 5}, id="h1")), "Fine, me then."]
+    )
+    agent = triage(first, billing(ScriptedModel([])))
+    async with Harness(Settings(home=tmp_path)) as h:
+        result = await h.run(agent, TASK)
+        record = await h.get(result.run_id)
+    assert result.output == "Fine, me then."
+    assert record.agent == "triage"
+    assert (
+        "'reason'" in tool_texts(result.messages)["h1"]
+        or "reason" in tool_texts(result.messages)["h1"]
+    )
+
+
+async def test_handoffs_go_back_and_forth_until_the_limit(tmp_path: Path) -> None:
+    """Triage → billing → triage → refused (max_handoffs=2): the system prompt follows."""
+    limits = Limits(max_handoffs=2)
+    triage_model = ScriptedModel(
+        [
+            transfer(id="h1"),
+            reply(None, call("transfer_to_billing", {}, id="h3")),
+            "Triage finishes.",
+        ]
+    )
+    billing_model = ScriptedModel([reply(None, call("transfer_to_triage", {}, id="h2"))])
+    billing_agent = billing(billing_model, handoffs=["triage"], limits=limits)
+    agent = triage(triage_model, billing_agent, limits=limits)
+    async with Harness(Settings(home=tmp_path)) as h:
+        result = await h.run(agent, TASK)
+        record = await h.get(result.run_id)
+        events = [e async for e in h.events(result.run_id)]
+        stored = await h.messages(result.run_id)
+    assert result.output == "Triage finishes."
+    assert record.agent == "triage"
+    assert record.metadata["handoffs"] == 2
+    assert [(p.from_agent, p.to_agent, p.count) for p in payloads(events, Handoff)] == [
+        ("triage", "billing", 1),
+        ("billing", "triage", 2),
+    ]
+    assert tool_texts(result.messages)["h3"].startswith(
+        "The handoff to billing was refused: this run was already handed over 2 times, "
+        "its limit (max_handoffs=2)."
+    )
+    # Back at triage: its own prompt first, the whole conversation after it.
+    back = triage_model.requests[1].messages
+    assert [(m.role, m.content) for m in back][:2] == [("system", TRIAGE_PROMPT), ("user", TASK)]
+    assert [m.role for m in back[2:]] == ["assistant", "tool", "assistant", "tool"]
+    assert [m.content for m in stored if m.role == "system"] == [
+        TRIAGE_PROMPT,
+        BILLING_PROMPT,
+        TRIAGE_PROMPT,
+    ]
+    assert result.usage.requests == 4  # the run's one usage, across its agents
+    assert [m.role for m in result.messages].count("system") == 1
+
+
+def test_an_agent_cannot_list_itself_or_a_target_twice() -> None:
+    with pytest.raises(ConfigError, match="lists itself in handoffs"):
+        Agent(name="triage", handoffs=["triage"])
+    with pytest.raises(ConfigError, match="both make the tool 'transfer_to_billing'"):
+        Agent(name="triage", handoffs=["billing", Agent(name="billing")])

@@ -310,3 +310,86 @@ def test_an_agent_cannot_list_itself_or_a_target_twice() -> None:
         Agent(name="triage", handoffs=["triage"])
     with pytest.raises(ConfigError, match="both make the tool 'transfer_to_billing'"):
         Agent(name="triage", handoffs=["billing", Agent(name="billing")])
+
+
+async def test_agents_of_harness_toml_hand_over_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's agents: `handoffs = ["billing"]`; the target runs as it is defined (the
+    task type's limits were chosen for triage), over a real HTTP model."""
+    from harness.runtime.settings import load_settings
+    from harness.testing import FakeOpenAIServer, FakeReply
+
+    for name in ("HARNESS_MODEL", "HARNESS_STORE"):
+        monkeypatch.delenv(name, raising=False)
+    replies = [
+        FakeReply.tool_call("transfer_to_billing", {"reason": "refund"}, id="h1"),
+        FakeReply.text("Refunded."),
+    ]
+    with FakeOpenAIServer(replies) as server:
+        (tmp_path / "harness.toml").write_text(
+            f'[agents.triage]\nmodel = "openai:m"\nbase_url = "{server.base_url}"\n'
+            f'instructions = "{TRIAGE_PROMPT}"\nhandoffs = ["billing"]\n'
+            f'[agents.billing]\nmodel = "openai:m"\nbase_url = "{server.base_url}"\n'
+            f'instructions = "{BILLING_PROMPT}"\ndescription = "Charges and refunds."\n'
+            '[task_types.support]\nagent = "triage"\nlimits = { max_steps = 3 }\n'
+        )
+        async with Harness(load_settings(tmp_path), store=str(tmp_path / "h.db")) as h:
+            run_id = await h.submit(None, TASK, task_type="support")
+            result = await h.wait(run_id, timeout=60)
+            record = await h.get(run_id)
+            events = await h.store.events(run_id)
+        bodies = [r.body for r in server.requests]
+    assert result.output == "Refunded."
+    assert record.agent == "billing"
+    assert record.task_type == "support"  # the run keeps its label
+    assert [(p.agent, p.max_steps) for p in payloads(events, RunStarted)] == [
+        ("triage", 3),
+        ("billing", 25),
+    ]
+    [tool_def] = [t for t in bodies[0]["tools"] if t["function"]["name"] == "transfer_to_billing"]
+    assert "billing agent: Charges and refunds." in tool_def["function"]["description"]
+    assert [m["role"] for m in bodies[1]["messages"]] == ["system", "user", "assistant", "tool"]
+    assert bodies[1]["messages"][0]["content"] == BILLING_PROMPT
+    assert "tools" not in bodies[1] or all(
+        t["function"]["name"] != "transfer_to_billing" for t in bodies[1]["tools"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        ('handoffs = ["triage"]', "key 'agents.triage.handoffs': agent 'triage' cannot hand"),
+        ('handoffs = ["b", "b"]', "key 'agents.triage.handoffs'"),
+        ('handoffs = [""]', "key 'agents.triage.handoffs'"),
+    ],
+)
+def test_bad_handoffs_in_harness_toml_name_the_key(
+    tmp_path: Path, table: str, problem: str
+) -> None:
+    from harness.runtime.settings import load_settings
+
+    (tmp_path / "harness.toml").write_text(f"[agents.triage]\n{table}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(tmp_path)
+    assert problem in str(caught.value)
+
+
+async def test_a_handoff_whose_step_never_committed_is_answered_on_resume(
+    tmp_path: Path,
+) -> None:
+    """The history ends with a handoff call and no result (its process stopped before the
+    handoff step committed): the call is answered, and the same agent goes on."""
+    model = ScriptedModel(["Still triage."])
+    agent = triage(model, billing(ScriptedModel([])))
+    history = [Message.system(TRIAGE_PROMPT), Message.user(TASK), transfer()]
+    async with Harness(Settings(home=tmp_path)) as h:
+        run_id = await h.submit(agent, TASK, history=history)
+        result = await h.wait(run_id, timeout=30)
+        record = await h.get(run_id)
+    assert result.output == "Still triage."
+    assert record.agent == "triage"
+    assert tool_texts(model.requests[0].messages)["h1"] == (
+        "This handoff did not take effect: the process running the run stopped before it "
+        "was recorded. Call transfer_to_billing again if you still want to hand over."
+    )

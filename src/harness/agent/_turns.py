@@ -414,7 +414,9 @@ class ActiveRun:
         return verdict.text
 
     async def _call_model(self, tools: bool, answer: bool) -> ModelResponse:
-        offered = self.tools if tools else ()
+        offered = self._toolset.definitions() if tools else ()
+        if tools and self._handoffs is not None:
+            offered = self._handoffs.tools.offered(offered)
         # Without a window manager the whole conversation goes: no coroutine to await.
         sent = tuple(self._messages) if self.window is None else await self._fit(offered)
         request = ModelRequest(

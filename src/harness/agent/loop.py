@@ -134,7 +134,9 @@ class AgentLoop:
         """
         if self._spec is not self._first.spec:  # a loop used again after a handoff
             self._sit(self._first)
-        run = self._active_run(run_id, carried(messages), usage or NO_USAGE)
+        # A new run's two messages need no look for a handoff's system message.
+        history = carried(messages) if len(messages) > 2 else messages
+        run = self._active_run(run_id, history, usage or NO_USAGE)
         run.elapsed_before = elapsed_s
         labels = (task_type, variant)
         self._started(run, labels)
@@ -142,7 +144,11 @@ class AgentLoop:
         try:
             run.window = self._window(context)
             await run.settle(not_started)
-            run, outcome = await self._outcome(run, labels)
+            strategy = make_strategy(self._spec.strategy, self._spec.strategy_options)
+            try:
+                outcome = await strategy.run(run)
+            except HandedOff as handoff:
+                run, outcome = await self._handed_over(run, handoff, labels)
             stop = outcome if isinstance(outcome, Stop) else None
             result = await self._conclude(run, outcome)
         except _CONTROL:
@@ -154,15 +160,18 @@ class AgentLoop:
         self._report(result, error_type, stop)
         return result
 
-    async def _outcome(self, run: ActiveRun, labels: _Labels) -> tuple[ActiveRun, Outcome]:
-        """Run the strategy to an outcome, under each agent the run is handed over to."""
+    async def _handed_over(
+        self, run: ActiveRun, handoff: HandedOff, labels: _Labels
+    ) -> tuple[ActiveRun, Outcome]:
+        """Go on under the agent handed over to (and the next, ...) to an outcome."""
         while True:
+            run = self._hand_over(run, handoff)
+            self._started(run, labels)
             strategy = make_strategy(self._spec.strategy, self._spec.strategy_options)
             try:
                 return run, await strategy.run(run)
-            except HandedOff as handoff:
-                run = self._hand_over(run, handoff)
-                self._started(run, labels)
+            except HandedOff as again:
+                handoff = again
 
     def _hand_over(self, run: ActiveRun, handoff: HandedOff) -> ActiveRun:
         """The run, continued under the agent it was handed over to."""
@@ -180,7 +189,7 @@ class AgentLoop:
     def _started(self, run: ActiveRun, labels: _Labels) -> None:
         """Report `run_started` for the agent running now, with the run's labels."""
         tools, (task_type, variant) = self._toolset.names, labels
-        if run.handoffs is not None:
+        if self._switch is not None and run.handoffs is not None:
             tools += run.handoffs.tools.names
         self._emit(
             RunStarted(

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, Harness, Limits, Message, tool
-from harness.core.events import Handoff, RunStarted, ToolCompleted, payloads
+from harness.core.events import Handoff, RunStarted, StepStarted, ToolCompleted, payloads
 from harness.errors import ConfigError
 from harness.runtime import Settings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
@@ -393,3 +393,36 @@ async def test_a_handoff_whose_step_never_committed_is_answered_on_resume(
         "This handoff did not take effect: the process running the run stopped before it "
         "was recorded. Call transfer_to_billing again if you still want to hand over."
     )
+
+
+async def test_the_target_brings_its_output_type_and_limits_and_the_steps_carry_on(
+    tmp_path: Path,
+) -> None:
+    from pydantic import BaseModel
+
+    class Refund(BaseModel):
+        order: int
+        amount: float
+
+    first = ScriptedModel([reply(None, call("escalate", {"note": "n"}, id="e1")), transfer()])
+    second = ScriptedModel(['{"order": 42, "amount": 9.5}'])
+    target = billing(second, output_type=Refund, limits=Limits(max_steps=3))
+    async with Harness(Settings(home=tmp_path)) as h:
+        result = await h.run(triage(first, target), TASK)
+        stored = await h.wait(result.run_id)  # read back as another process would
+        events = [e async for e in h.events(result.run_id)]
+    assert result.data == Refund(order=42, amount=9.5)
+    assert stored.data == Refund(order=42, amount=9.5)
+    assert second.requests[0].messages[0].content == target.system_prompt  # with its schema
+    assert [p.max_steps for p in payloads(events, RunStarted)] == [25, 3]
+    assert max(p.step for p in payloads(events, StepStarted)) == 3  # step 3 of the one run
+
+    # Steps carry on: a target with max_steps=2 after two steps stops at once and reports.
+    first = ScriptedModel([reply(None, call("escalate", {"note": "n"}, id="e1")), transfer()])
+    second = ScriptedModel(["Report: nothing done yet."])
+    target = billing(second, limits=Limits(max_steps=2))
+    async with Harness(Settings(home=tmp_path)) as h:
+        stopped = await h.run(triage(first, target), TASK)
+    assert stopped.termination == "max_steps"
+    assert stopped.output == "Report: nothing done yet."
+    assert second.requests[0].tools == ()  # the wrap-up turn offers no tools

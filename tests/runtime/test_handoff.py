@@ -317,6 +317,7 @@ async def test_agents_of_harness_toml_hand_over_by_name(
 ) -> None:
     """A file's agents: `handoffs = ["billing"]`; the target runs as it is defined (the
     task type's limits were chosen for triage), over a real HTTP model."""
+    from harness.runtime._explain import explain
     from harness.runtime.settings import load_settings
     from harness.testing import FakeOpenAIServer, FakeReply
 
@@ -340,6 +341,11 @@ async def test_agents_of_harness_toml_hand_over_by_name(
             record = await h.get(run_id)
             events = await h.store.events(run_id)
         bodies = [r.body for r in server.requests]
+        shown = {s.key: s for s in explain(load_settings(tmp_path), agent="triage")}
+    assert (shown["handoffs"].value, shown["handoffs"].source) == (
+        ["billing"],
+        "agents.triage.handoffs",
+    )
     assert result.output == "Refunded."
     assert record.agent == "billing"
     assert record.task_type == "support"  # the run keeps its label

@@ -78,12 +78,12 @@ class AgentCatalog:
     def __init__(self, settings: Settings, agents: Sequence[AgentSpec] = ()) -> None:
         self._settings = settings
         self._registered: dict[str, AgentSpec] = {}
-        for agent in agents:
-            self.register(agent)
         self._built: dict[str, AgentSpec] = {}
         self._handoff_tools: WeakKeyDictionary[AgentSpec, HandoffTools] = WeakKeyDictionary()
         self._effective: dict[_CacheKey, tuple[AgentSpec, AgentSpec]] = {}
         self._layered = bool(settings.task_types or settings.experiments)
+        for agent in agents:
+            self.register(agent)
 
     def register(self, agent: AgentSpec) -> None:
         """Let runs of `agent` (matched by name) execute here.

@@ -1,11 +1,12 @@
 """Handoffs in the durable runtime: a triage agent hands the conversation to billing."""
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from harness import Agent, Harness, Limits, Message, tool
+from harness import Agent, Harness, Limits, Message, ModelRequest, tool
 from harness.core.events import Handoff, RunStarted, StepStarted, ToolCompleted, payloads
 from harness.errors import ConfigError
 from harness.runtime import Settings
@@ -432,3 +433,26 @@ async def test_the_target_brings_its_output_type_and_limits_and_the_steps_carry_
     assert stopped.termination == "max_steps"
     assert stopped.output == "Report: nothing done yet."
     assert second.requests[0].tools == ()  # the wrap-up turn offers no tools
+
+
+async def test_a_plan_and_execute_agent_hands_over_mid_plan(tmp_path: Path) -> None:
+    def planner(request: ModelRequest) -> Message | str:
+        if (request.messages[-1].content or "").startswith("Make a plan"):
+            return json.dumps({"steps": [{"description": "route the customer"}]})
+        return transfer()
+
+    target = billing(ScriptedModel(["Billing answers."]))
+    agent = Agent(
+        name="triage",
+        model=FunctionModel(planner),
+        strategy="plan_execute",
+        handoffs=[target],
+    )
+    async with Harness(Settings(home=tmp_path)) as h:
+        result = await h.run(agent, TASK)
+        events = [e async for e in h.events(result.run_id)]
+    assert result.output == "Billing answers."
+    assert [(p.agent, p.strategy) for p in payloads(events, RunStarted)] == [
+        ("triage", "plan_execute"),
+        ("billing", "react"),
+    ]

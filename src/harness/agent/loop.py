@@ -22,7 +22,7 @@ from collections.abc import Collection, Sequence
 
 from harness.agent._answers import AnswerChecks
 from harness.agent._turns import EMPTY_REPLY_NUDGE, NO_USAGE, UNKNOWN_OUTCOME, ActiveRun
-from harness.agent.handoff import AgentSwitch, HandedOff, HandoffStep, Seat, carried
+from harness.agent.handoff import AgentSwitch, HandedOff, HandoffStep, carried
 from harness.agent.spec import AgentSpec
 from harness.agent.stops import Stop, stopped_report, wrap_up_prompt
 from harness.agent.strategies import Answer, Outcome, make_strategy
@@ -87,7 +87,7 @@ class AgentLoop:
         clock: Clock | None = None,
         handoffs: AgentSwitch | None = None,
     ) -> None:
-        self._first = Seat(spec=spec, model=model, toolset=toolset)
+        self._given = (spec, model, toolset)
         self._spec, self._model, self._toolset = spec, model, toolset
         self._sink, self._stream = sink, stream
         self._approver, self._audit = approver, audit
@@ -132,8 +132,8 @@ class AgentLoop:
             task_type: The run's task type, reported in `run_started` when set.
             variant: The run's experiment and variant, reported in `run_started` when set.
         """
-        if self._spec is not self._first.spec:  # a loop used again after a handoff
-            self._sit(self._first)
+        if self._spec is not self._given[0]:  # a loop used again after a handoff
+            self._sit(*self._given)
         # A new run's two messages need no look for a handoff's system message.
         history = carried(messages) if len(messages) > 2 else messages
         run = self._active_run(run_id, history, usage or NO_USAGE)
@@ -175,16 +175,17 @@ class AgentLoop:
 
     def _hand_over(self, run: ActiveRun, handoff: HandedOff) -> ActiveRun:
         """The run, continued under the agent it was handed over to."""
-        self._sit(handoff.seat)
+        seat = handoff.seat
+        self._sit(seat.spec, seat.model, seat.toolset)
         messages = [handoff.system, *run.messages[1:]]
         after = self._active_run(run.run_id, messages, run.usage)
         after.elapsed_before = run.elapsed_s()
         after.window = self._window(run.window.state if run.window is not None else None)
         return after
 
-    def _sit(self, seat: Seat) -> None:
-        self._spec, self._model, self._toolset = seat.spec, seat.model, seat.toolset
-        self._checks = AnswerChecks(seat.spec)
+    def _sit(self, spec: AgentSpec, model: Model, toolset: Toolset) -> None:
+        self._spec, self._model, self._toolset = spec, model, toolset
+        self._checks = AnswerChecks(spec)
 
     def _started(self, run: ActiveRun, labels: _Labels) -> None:
         """Report `run_started` for the agent running now, with the run's labels."""

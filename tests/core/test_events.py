@@ -25,6 +25,7 @@ from harness.core.events import (
     ContextCompacted,
     EventPayload,
     EventType,
+    Handoff,
     HintInjected,
     ModelCalled,
     ModelDelta,
@@ -277,6 +278,13 @@ EMITTED: list[tuple[EventPayload, str]] = [
         '{"error":"boom","error_type":"RuntimeError","termination":"error"}',
     ),
     (RunCancelled(by="user:x", reason=None), '{"by":"user:x","reason":null}'),
+    (
+        Handoff(
+            step=2, call_id="c1", from_agent="triage", to_agent="billing", reason=None, count=1
+        ),
+        '{"step":2,"call_id":"c1","from_agent":"triage","to_agent":"billing",'
+        '"reason":null,"count":1}',
+    ),
 ]
 """Each event as the emitters build it, and the payload JSON harness wrote for it before
 payloads were typed (same keys, same order, the same explicit nulls)."""

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Final
 
+from harness.agent.handoff import HandoffStep, unfinished_text
 from harness.agent.spec import AgentSpec
 from harness.agent.stops import (
     FailureTracker,
@@ -53,6 +54,7 @@ from harness.gateway.model import (
 )
 from harness.memory import TokenCounter, WindowManager
 from harness.tools import Toolset
+from harness.tools.toolset import ToolOutcome
 
 __all__ = ["EMPTY_REPLY_NUDGE", "EMPTY_TEXT_NUDGE", "NO_USAGE", "UNKNOWN_OUTCOME", "ActiveRun"]
 
@@ -98,6 +100,8 @@ class ActiveRun:
         messages: The conversation so far; appended to in place.
         usage: What the run consumed before (a resumed run), counted against its limits.
         finish: Decides on a final answer offered by the strategy.
+        handoffs: Takes the steps that hand over to another agent; `None` when the agent
+            has no handoffs (or runs without a runtime to switch agents).
     """
 
     def __init__(
@@ -114,11 +118,13 @@ class ActiveRun:
         messages: list[Message],
         usage: Usage,
         finish: Finisher,
+        handoffs: HandoffStep | None = None,
     ) -> None:
         self.run_id, self._spec, self._model, self._toolset = run_id, spec, model, toolset
         self._model_name = model.name
         self._sink, self._runner, self._stream, self._clock = sink, runner, stream, clock
         self._messages, self._usage, self._finish = messages, usage, finish
+        self._handoffs = handoffs
         self.window: WindowManager | None = None
         """Keeps each request within the model's context window; `None` sends the whole
         conversation every time."""
@@ -140,14 +146,20 @@ class ActiveRun:
         return self._spec
 
     @property
+    def handoffs(self) -> HandoffStep | None:
+        """The agent's handoff steps, when it has handoffs and a runtime to switch agents."""
+        return self._handoffs
+
+    @property
     def messages(self) -> Sequence[Message]:
         """The conversation so far."""
         return self._messages
 
     @property
     def tools(self) -> tuple[ToolDefinition, ...]:
-        """The tools the model may call."""
-        return self._toolset.definitions()
+        """The tools the model may call (its handoff tools included)."""
+        tools = self._toolset.definitions()
+        return tools if self._handoffs is None else self._handoffs.tools.offered(tools)
 
     @property
     def usage(self) -> Usage:
@@ -279,13 +291,22 @@ class ActiveRun:
             return
         answered = {m.tool_call_id for m in self._messages if m.role == "tool"}
         pending = tuple(c for c in last.tool_calls if c.id not in answered)
-        rerun = tuple(c for c in pending if c.id in not_started or self._runner.repeatable(c))
+        handoffs = self._handoffs.tools if self._handoffs is not None else None
+        unfinished = {c.id for c in pending if handoffs and handoffs.target(c.name)}
+        rerun = tuple(
+            c
+            for c in pending
+            if c.id not in unfinished and (c.id in not_started or self._runner.repeatable(c))
+        )
         ran = await self._runner.run(self._steps, rerun, self._spec.limits)
         if rerun:
             self._count_calls(len(rerun))
         outcomes = {o.call.id: o for o in ran}
         for call in pending:
             outcome = outcomes.get(call.id)
+            if call.id in unfinished:  # its step never committed: it did not hand over
+                self.append(Message.tool(call.id, unfinished_text(call.name), name=call.name))
+                continue
             self.append(outcome.message if outcome else _unknown_outcome(call))
         await self._sink.checkpoint()
 
@@ -294,6 +315,10 @@ class ActiveRun:
             self.emit(AgentMessage(step=self._steps, content=message.content, final=False))
         limits, calls = self._spec.limits, message.tool_calls
         stop = budget_reached(limits, usage=self._usage, elapsed_s=self.elapsed_s())
+        if stop is None and self._handoffs is not None:
+            call = self._handoffs.tools.first_call(calls)
+            if call is not None:
+                return await self._handoffs.take(self, message, call)
         runnable = () if stop else calls[: self._calls_left(len(calls))]
         outcomes = tuple(await self._runner.run(self._steps, runnable, limits)) if runnable else ()
         repeatable = True
@@ -303,7 +328,7 @@ class ActiveRun:
         self._count_calls(len(runnable))
         if len(runnable) < len(calls):
             limit = f"it may make at most {limits.max_tool_calls} tool calls"
-            self._not_run(calls[len(runnable) :], stop.detail if stop else limit)
+            self.not_run(calls[len(runnable) :], not_run_text(stop.detail if stop else limit))
         verdict = self._failures.record(outcomes)
         hint = self._hint(verdict)
         if repeatable:
@@ -319,9 +344,9 @@ class ActiveRun:
         limit = self._spec.limits.max_tool_calls
         return wanted if limit is None else max(0, min(wanted, limit - self._usage.tool_calls))
 
-    def _not_run(self, calls: Sequence[ToolCall], detail: str) -> None:
+    def not_run(self, calls: Sequence[ToolCall], text: str) -> None:
+        """Answer `calls` with `text`, as calls that were not run (`tool_completed` too)."""
         for call in calls:
-            text = not_run_text(detail)
             self.append(Message.tool(call.id, text, name=call.name))
             self.emit(
                 ToolCompleted(
@@ -336,6 +361,51 @@ class ActiveRun:
                 )
             )
 
+    def answer(self, outcome: ToolOutcome) -> None:
+        """Add the outcome of a call that no tool ran (a handoff's), and report it."""
+        self.append(outcome.message)
+        self.emit(
+            ToolCompleted(
+                step=self._steps,
+                call_id=outcome.call.id,
+                tool=outcome.call.name,
+                status=outcome.status,
+                ok=outcome.ok,
+                result=summarize(outcome.output),
+                truncated=outcome.truncated,
+                duration_s=0.0,
+            )
+        )
+        self._count_calls(1)
+
+    async def refused_handoff(
+        self, message: Message, outcome: ToolOutcome, others: Sequence[ToolCall], text: str
+    ) -> Turn:
+        """End a step whose handoff call was refused (`outcome`); its other calls did not run."""
+        self.answer(outcome)
+        self.not_run(others, text)
+        verdict = self._failures.record((outcome,))
+        hint = self._hint(verdict)
+        await self._sink.checkpoint()
+        if verdict is not None and verdict.action == "stop":
+            stop = Stop(reason="repeated_failure", detail=verdict.text)
+            return Turn(kind="stopped", text=message.content, outcomes=(outcome,), stop=stop)
+        return Turn(kind="tools", text=message.content, outcomes=(outcome,), hint=hint)
+
+    def keep(self, message: Message) -> Message:
+        """Count and report a message the conversation does not hold.
+
+        A handoff's system message: the next agent's conversation starts with it.
+        """
+        counter = self.window.counter if self.window is not None else self._counter
+        message = counter.counted(message)
+        self._sink.message(message)
+        return message
+
+    async def commit(self) -> None:
+        """Commit what the run recorded so far (mid-step; never stops the run)."""
+        await self._sink.commit()
+
     def _hint(self, verdict: FailureVerdict | None) -> str | None:
         if verdict is None or verdict.action != "hint":
             return None
@@ -345,6 +415,8 @@ class ActiveRun:
 
     async def _call_model(self, tools: bool, answer: bool) -> ModelResponse:
         offered = self._toolset.definitions() if tools else ()
+        if tools and self._handoffs is not None:
+            offered = self._handoffs.tools.offered(offered)
         # Without a window manager the whole conversation goes: no coroutine to await.
         sent = tuple(self._messages) if self.window is None else await self._fit(offered)
         request = ModelRequest(

@@ -6,6 +6,10 @@ default, see `harness.agent.strategies`) takes steps through an `ActiveRun`, whi
 the stop conditions of `harness.agent.stops`. A run that stops at a limit ends with one
 model turn without tools that asks for a report of what was found so far.
 
+An agent with handoffs (`harness.agent.handoff`) may hand the run over to another agent
+mid-way: the loop then goes on under that agent (its `run_started` is reported again),
+from the same conversation, steps and usage.
+
 A final answer is checked before the run ends (`harness.agent._answers`): against the
 agent's output type, with repairs, then by its verifier. Each request is kept within the
 model's context window by a `WindowManager` (`AgentSpec.context_policy`), one per run.
@@ -18,6 +22,7 @@ from collections.abc import Collection, Sequence
 
 from harness.agent._answers import AnswerChecks
 from harness.agent._turns import EMPTY_REPLY_NUDGE, NO_USAGE, UNKNOWN_OUTCOME, ActiveRun
+from harness.agent.handoff import AgentSwitch, HandedOff, HandoffStep, carried
 from harness.agent.spec import AgentSpec
 from harness.agent.stops import Stop, stopped_report, wrap_up_prompt
 from harness.agent.strategies import Answer, Outcome, make_strategy
@@ -44,6 +49,9 @@ from harness.tools.audit import AuditLog
 
 __all__ = ["EMPTY_REPLY_NUDGE", "UNKNOWN_OUTCOME", "AgentLoop"]
 
+_Labels = tuple[str | None, tuple[str, str] | None]
+"""A run's task type and experiment variant, reported in each `run_started`."""
+
 _CONTROL = (asyncio.CancelledError, RunInterrupted, StoreError)
 """The runtime's business (cancel, pause, a store that cannot take the step): they pass."""
 
@@ -61,6 +69,8 @@ class AgentLoop:
         audit: Receives one record per tool call.
         results: Keeps the full text of results the model sees only in part.
         clock: Measures the run's time against `Limits.max_seconds`.
+        handoffs: The runtime's side of handoffs; without it an agent's `handoffs` are
+            not offered.
     """
 
     def __init__(
@@ -75,13 +85,21 @@ class AgentLoop:
         audit: AuditLog | None = None,
         results: ResultStore | None = None,
         clock: Clock | None = None,
+        handoffs: AgentSwitch | None = None,
     ) -> None:
+        self._given = (spec, model, toolset)
         self._spec, self._model, self._toolset = spec, model, toolset
         self._sink, self._stream = sink, stream
         self._approver, self._audit = approver, audit
         self._results = results or MemoryResultStore()
         self._clock = clock or SystemClock()
         self._checks = AnswerChecks(spec)
+        self._switch = handoffs
+
+    @property
+    def spec(self) -> AgentSpec:
+        """The agent running now: the one given, or the last one handed over to."""
+        return self._spec
 
     async def run(
         self,
@@ -114,26 +132,23 @@ class AgentLoop:
             task_type: The run's task type, reported in `run_started` when set.
             variant: The run's experiment and variant, reported in `run_started` when set.
         """
-        run = self._active_run(run_id, messages, usage or NO_USAGE)
+        if self._spec is not self._given[0]:  # a loop used again after a handoff
+            self._sit(*self._given)
+        # A new run's two messages need no look for a handoff's system message.
+        history = carried(messages) if len(messages) > 2 else messages
+        run = self._active_run(run_id, history, usage or NO_USAGE)
         run.elapsed_before = elapsed_s
-        self._emit(
-            RunStarted(
-                agent=self._spec.name,
-                model=self._model.name,
-                strategy=self._spec.strategy,
-                tools=self._toolset.names,
-                max_steps=self._spec.limits.max_steps,
-                task_type=task_type,
-                experiment=variant[0] if variant else None,
-                variant=variant[1] if variant else None,
-            )
-        )
+        labels = (task_type, variant)
+        self._started(run, labels)
         error_type, stop = None, None
         try:
             run.window = self._window(context)
-            strategy = make_strategy(self._spec.strategy, self._spec.strategy_options)
             await run.settle(not_started)
-            outcome = await strategy.run(run)
+            strategy = make_strategy(self._spec.strategy, self._spec.strategy_options)
+            try:
+                outcome = await strategy.run(run)
+            except HandedOff as handoff:
+                run, outcome = await self._handed_over(run, handoff, labels)
             stop = outcome if isinstance(outcome, Stop) else None
             result = await self._conclude(run, outcome)
         except _CONTROL:
@@ -144,6 +159,51 @@ class AgentLoop:
             result = self._result(run, None, "error", error=error or error_type)
         self._report(result, error_type, stop)
         return result
+
+    async def _handed_over(
+        self, run: ActiveRun, handoff: HandedOff, labels: _Labels
+    ) -> tuple[ActiveRun, Outcome]:
+        """Go on under the agent handed over to (and the next, ...) to an outcome."""
+        while True:
+            run = self._hand_over(run, handoff)
+            self._started(run, labels)
+            strategy = make_strategy(self._spec.strategy, self._spec.strategy_options)
+            try:
+                return run, await strategy.run(run)
+            except HandedOff as again:
+                handoff = again
+
+    def _hand_over(self, run: ActiveRun, handoff: HandedOff) -> ActiveRun:
+        """The run, continued under the agent it was handed over to."""
+        seat = handoff.seat
+        self._sit(seat.spec, seat.model, seat.toolset)
+        messages = [handoff.system, *run.messages[1:]]
+        after = self._active_run(run.run_id, messages, run.usage)
+        after.elapsed_before = run.elapsed_s()
+        after.window = self._window(run.window.state if run.window is not None else None)
+        return after
+
+    def _sit(self, spec: AgentSpec, model: Model, toolset: Toolset) -> None:
+        self._spec, self._model, self._toolset = spec, model, toolset
+        self._checks = AnswerChecks(spec)
+
+    def _started(self, run: ActiveRun, labels: _Labels) -> None:
+        """Report `run_started` for the agent running now, with the run's labels."""
+        tools, (task_type, variant) = self._toolset.names, labels
+        if self._switch is not None and run.handoffs is not None:
+            tools += run.handoffs.tools.names
+        self._emit(
+            RunStarted(
+                agent=self._spec.name,
+                model=self._model.name,
+                strategy=self._spec.strategy,
+                tools=tools,
+                max_steps=self._spec.limits.max_steps,
+                task_type=task_type,
+                experiment=variant[0] if variant else None,
+                variant=variant[1] if variant else None,
+            )
+        )
 
     def _window(self, state: ContextState | None) -> WindowManager | None:
         policy = self._spec.context_policy(self._model)
@@ -160,6 +220,8 @@ class AgentLoop:
             context=context,
             checkpoint=self._sink.commit,
         )
+        switch = self._switch
+        tools = switch.tools(self._spec) if switch is not None else None
         return ActiveRun(
             run_id=run_id,
             spec=self._spec,
@@ -172,6 +234,7 @@ class AgentLoop:
             messages=messages,
             usage=usage,
             finish=self._finish,
+            handoffs=None if switch is None or tools is None else HandoffStep(switch, tools),
         )
 
     async def _finish(self, run: ActiveRun, text: str) -> Answer | None:

@@ -42,6 +42,9 @@ class AgentSpec:
 
     name: str = "agent"
     """A short name, recorded with every run."""
+    description: str = ""
+    """What the agent is for, in a line: the description of the tool that hands a
+    conversation over to it (`handoffs`)."""
     model: str | Model = "local"
     """A profile name, `openai:MODEL_NAME`, or a `Model` object."""
     base_url: str | None = None
@@ -81,6 +84,10 @@ class AgentSpec:
     """A completion check run when the model gives its final answer: a callable, or a
     shell command (exit code 0 passes) run in the workspace, sandboxed like `bash`. When
     it fails, the model is told why and the run goes on, within the same limits."""
+    handoffs: Sequence[str | AgentSpec] = ()
+    """Agents this one may hand the conversation over to, by name or as agents: each one
+    becomes a tool, `transfer_to_NAME`, and a call of it continues the run under that agent
+    with the conversation so far (`harness.agent.handoff`)."""
     context: ContextPolicy | Mapping[str, Any] | None = None
     """How the conversation is kept within the model's context window: a `ContextPolicy`,
     or fields of one over the model profile's (`{"trim_at": 0.7, "keep_last_turns": 6}`;
@@ -96,6 +103,10 @@ class AgentSpec:
             _check_context(self.context)
         if isinstance(self.verifier, str) and not self.verifier.strip():
             raise ConfigError("verifier is an empty command: give a shell command, or None")
+        if self.handoffs:
+            from harness.agent.handoff import check_handoffs
+
+            check_handoffs(self.name, self.handoffs)
 
     @functools.cached_property
     def output_spec(self) -> OutputSpec | None:

@@ -20,6 +20,7 @@ from harness.core.events import (
     ApprovalRequested,
     CompletionChecked,
     ContextCompacted,
+    Handoff,
     ModelDelta,
     ModelResponded,
     RunEvent,
@@ -96,6 +97,12 @@ class LiveRenderer:
                 self._approval_requested(event.run_id, p)
             case ApprovalDecided() as p:
                 self._approval_decided(p)
+            case Handoff() as p:
+                reason = f" [dim]({escape(p.reason)})[/]" if p.reason else ""
+                self._print(
+                    f"  [blue bold]⇢ handoff[/] {escape(p.from_agent)} → "
+                    f"[bold]{escape(p.to_agent)}[/]{reason}"
+                )
             case RunFinished() as p:
                 self._run_finished(p)
             case RunFailed(error=error):

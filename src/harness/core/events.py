@@ -38,6 +38,7 @@ __all__ = [
     "EventPayload",
     "EventSink",
     "EventType",
+    "Handoff",
     "HintInjected",
     "ModelCalled",
     "ModelDelta",
@@ -92,6 +93,7 @@ EventType = Literal[
     "run_finished",
     "run_failed",
     "run_cancelled",
+    "handoff",
 ]
 """Every event type. Types may be added; they are never renamed."""
 
@@ -131,7 +133,7 @@ def _from_text_unrecorded(payload: Any, _value: Any) -> bool:
 
 
 class EventPayload:
-    """The details of one event: the base of the 25 event classes."""
+    """The details of one event: the base of the 26 event classes."""
 
     __slots__ = ()
     type: ClassVar[EventType]
@@ -608,6 +610,25 @@ class RunCancelled(EventPayload):
     """Why, if they said."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Handoff(EventPayload):
+    """An agent handed the conversation over to another agent; the run goes on under it."""
+
+    type: ClassVar[EventType] = "handoff"
+    step: int
+    """The step whose tool call handed over."""
+    call_id: str
+    """The handoff tool call."""
+    from_agent: str
+    """The agent that handed over."""
+    to_agent: str
+    """The agent the run continues under."""
+    reason: str | None
+    """Why, as the model said in the call (`None` when it did not)."""
+    count: int
+    """Handoffs of the run so far, this one included (from 1)."""
+
+
 EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
     cls.type: cls
     for cls in (
@@ -636,6 +657,7 @@ EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
         RunFinished,
         RunFailed,
         RunCancelled,
+        Handoff,
     )
 }
 """The payload class of each event type."""

@@ -128,6 +128,9 @@ class Limits:
     """
     max_result_chars: int = 4000
     """Characters of a tool result the model sees when the tool sets no limit of its own."""
+    max_handoffs: int = 8
+    """Handoffs in one run (`AgentSpec.handoffs`); a handoff beyond it is refused with a
+    tool error, and the agent goes on itself."""
 
     def tool_seconds(self, own: float | None) -> float:
         """Seconds a call may run, for a tool whose own timeout is `own` (`None`: none)."""

@@ -11,6 +11,9 @@ One trace per run, named after the OpenTelemetry GenAI semantic conventions::
     │       └── approval {tool}          approval_requested → approval_decided
     └── pause                            run_paused → run_resumed
 
+A handoff is an event on its step (`handoff`: from, to, count); the run span's
+`harness.agent` names the agent the run went on under, and `harness.handoffs` counts them.
+
 `TraceBuilder.feed` takes the events of one run in order and returns the spans they
 finished. The live exporter (`harness.observability.live`) and `harness trace` feed it
 alike, so the spans a collector receives and the waterfall drawn from the store agree.
@@ -32,6 +35,7 @@ from harness.core.events import (
     CompletionChecked,
     ContextCompacted,
     EventPayload,
+    Handoff,
     HintInjected,
     ModelCalled,
     ModelFallback,
@@ -365,6 +369,19 @@ class TraceBuilder:
         attributes = {"harness.previous_owner": p.previous_owner or "", "harness.owner": p.owner}
         self._mark(event, "run", attributes)
 
+    def _handoff(self, event: RunEvent, p: Handoff) -> None:
+        attributes: dict[str, AttributeValue] = {
+            "harness.handoff.from": p.from_agent,
+            "harness.handoff.to": p.to_agent,
+            "harness.handoff.count": p.count,
+        }
+        if self.capture_content and p.reason:
+            attributes["harness.handoff.reason"] = p.reason
+        self._mark(event, self._step or "run", attributes)
+        run = self._run(event, p.from_agent)
+        run.attributes["harness.agent"] = p.to_agent
+        run.attributes["harness.handoffs"] = p.count
+
     # ----- steps, model calls, compactions
 
     def _step_started(self, event: RunEvent, p: StepStarted) -> None:
@@ -611,6 +628,7 @@ _METHODS: Final[dict[type[EventPayload], str]] = {
     HintInjected: "_note",
     PlanCreated: "_note",
     PlanUpdated: "_note",
+    Handoff: "_handoff",
 }
 _HANDLERS: Final[dict[type[EventPayload], Callable[[TraceBuilder, RunEvent, Any], None]]] = {
     cls: getattr(TraceBuilder, method) for cls, method in _METHODS.items()

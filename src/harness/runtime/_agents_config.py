@@ -145,6 +145,8 @@ class AgentConfig:
     """Give its bash tool the network (each call then needs approval)."""
     allow_unsandboxed: bool = False
     """Let its bash tool run on the host when no sandbox works (each call needs approval)."""
+    handoffs: tuple[str, ...] = ()
+    """Agents it may hand the conversation over to, by name (`transfer_to_NAME` tools)."""
 
     @property
     def tools(self) -> tuple[str, ...]:

@@ -8,6 +8,11 @@ finds them. The agent a run executes is that agent with the levels above it laid
 caller's explicit arguments, all kept on the run's row, so that any process rebuilds the
 same agent. A run of an agent no process knows by name brings it in its metadata when it
 can travel (`agent_metadata`).
+
+A run handed over to another agent (`harness.agent.handoff`) names that agent in its row,
+and its metadata counts the handoffs: it executes that agent as defined, without the levels
+chosen for the agent it was submitted to. Agents given as objects in an agent's `handoffs`
+are registered with it.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import functools
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
+from weakref import WeakKeyDictionary
 
+from harness.agent.handoff import HandoffTools
 from harness.agent.spec import DEFAULT_INSTRUCTIONS, AgentSpec
 from harness.errors import ConfigError
 from harness.runtime._agents_config import (
@@ -36,11 +43,14 @@ from harness.tools.spec import ToolSpec
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-__all__ = ["ENTRY_POINT_GROUP", "AgentCatalog", "entry_point_names"]
+__all__ = ["ENTRY_POINT_GROUP", "HANDOFFS_KEY", "AgentCatalog", "entry_point_names"]
 
 ENTRY_POINT_GROUP = "harness.agents"
 """Installed packages register agents under this entry-point group: `name = "pkg.mod:agent"`,
 an `AgentSpec` (or a function without arguments that returns one) whose name is `name`."""
+
+HANDOFFS_KEY = "handoffs"
+"""The key of a run's metadata that counts its handoffs (`harness.runtime._handoffs`)."""
 
 _CacheKey = tuple[str, str | None, str | None, str | None, str | None]
 
@@ -67,14 +77,51 @@ class AgentCatalog:
 
     def __init__(self, settings: Settings, agents: Sequence[AgentSpec] = ()) -> None:
         self._settings = settings
-        self._registered: dict[str, AgentSpec] = {a.name: a for a in agents}
+        self._registered: dict[str, AgentSpec] = {}
         self._built: dict[str, AgentSpec] = {}
+        self._handoff_tools: WeakKeyDictionary[AgentSpec, HandoffTools] = WeakKeyDictionary()
         self._effective: dict[_CacheKey, tuple[AgentSpec, AgentSpec]] = {}
         self._layered = bool(settings.task_types or settings.experiments)
+        for agent in agents:
+            self.register(agent)
 
     def register(self, agent: AgentSpec) -> None:
-        """Let runs of `agent` (matched by name) execute here."""
+        """Let runs of `agent` (matched by name) execute here.
+
+        So may runs of the agents it hands over to that it gives as objects (unless an
+        agent of that name is registered already).
+        """
         self._registered[agent.name] = agent
+        if agent.handoffs:
+            self._register_targets(agent)
+
+    def _register_targets(self, agent: AgentSpec) -> None:
+        waiting = [t for t in agent.handoffs if isinstance(t, AgentSpec)]
+        while waiting:
+            target = waiting.pop()
+            if target.name not in self._registered:
+                self._registered[target.name] = target
+                waiting += [t for t in target.handoffs if isinstance(t, AgentSpec)]
+
+    def describe(self, name: str) -> str:
+        """One line about the agent called `name`; `""` when it has none or is unknown."""
+        config = self._settings.agents.get(name)
+        if config is not None and name not in self._registered:
+            return config.description or ""
+        try:
+            agent = self.get(name)
+        except ConfigError:
+            return ""
+        return agent.description if agent is not None else ""
+
+    def handoff_tools(self, agent: AgentSpec) -> HandoffTools | None:
+        """The tools that hand over from `agent`, built once per agent object."""
+        if not agent.handoffs:
+            return None
+        tools = self._handoff_tools.get(agent)
+        if tools is None:
+            tools = self._handoff_tools[agent] = HandoffTools(agent, self.describe)
+        return tools
 
     def get(self, name: str) -> AgentSpec | None:
         """The agent called `name`: registered, from the file, or from an entry point.
@@ -174,6 +221,8 @@ class AgentCatalog:
         if base is None:
             data = record.metadata.get("agent")
             return agent_from_metadata(cast(Mapping[str, Any], data)) if data else None
+        if record.metadata.get(HANDOFFS_KEY):  # handed over: the target as it is defined
+            return base
         return self.effective(
             base,
             task_type=record.task_type,
@@ -208,6 +257,7 @@ def build_agent(config: AgentConfig, settings: Settings) -> AgentSpec:
     tools += [_python_tool(ref, f"{where}.tools'") for ref in config.python_tools]
     return AgentSpec(
         name=config.name,
+        description=config.description or "",
         model=config.model or settings.default_model,
         base_url=config.base_url,
         instructions=config.instructions or DEFAULT_INSTRUCTIONS,
@@ -222,6 +272,7 @@ def build_agent(config: AgentConfig, settings: Settings) -> AgentSpec:
         strategy_options=config.strategy_options,
         output_type=config.output_schema,
         verifier=config.completion_check,
+        handoffs=config.handoffs,
     )
 
 

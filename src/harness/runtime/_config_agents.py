@@ -110,8 +110,19 @@ class AgentEntry(BaseModel):
     workspace: str | None = Field(default=None, min_length=1)
     network: bool = False
     allow_unsandboxed: bool = False
+    handoffs: list[str] = []
 
     _known_strategy = field_validator("strategy")(known_strategy)
+
+    @field_validator("handoffs")
+    @classmethod
+    def _handoff_names(cls, names: list[str]) -> list[str]:
+        for index, name in enumerate(names):
+            if not name.strip():
+                raise ValueError("an empty agent name: name an agent to hand over to")
+            if name in names[:index]:
+                raise ValueError(f"agent {name!r} is named twice")
+        return names
 
     @field_validator("tools")
     @classmethod

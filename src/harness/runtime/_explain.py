@@ -143,7 +143,7 @@ def _from_layer(settings: Settings, layer: Layer) -> dict[str, Setting]:
 
 
 def _agent_own(settings: Settings, catalog: AgentCatalog, name: str) -> dict[str, Setting]:
-    """What only the agent sets: tools, output schema, completion check, approvals."""
+    """What only the agent sets: tools, output schema, completion check, approvals, handoffs."""
     config = settings.agents.get(name)
     if config is None:
         spec = catalog.get(name)
@@ -159,6 +159,7 @@ def _agent_own(settings: Settings, catalog: AgentCatalog, name: str) -> dict[str
         else {"tools": dict(config.approvals.tools), "rules": len(config.approvals.rules)},
         "workspace": None if config.workspace is None else str(config.workspace),
         "strategy_options": dict(config.strategy_options) or None,
+        "handoffs": list(config.handoffs) or None,
     }
     found: dict[str, Setting] = {}
     for key, value in values.items():

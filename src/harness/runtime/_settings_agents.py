@@ -48,6 +48,10 @@ def agents_of(
         where = ("agents", name)
         _check_model(entry.model, profiles, where, problem)
         builtin, mcp, python = _split_tools(entry.tools, mcp_servers, where, problem)
+        if name in entry.handoffs:
+            raise ConfigError(
+                problem((*where, "handoffs"), f"agent {name!r} cannot hand over to itself")
+            )
         agents[name] = AgentConfig(
             name=name,
             description=entry.description,
@@ -66,6 +70,7 @@ def agents_of(
             workspace=(home / Path(entry.workspace).expanduser()) if entry.workspace else None,
             network=entry.network,
             allow_unsandboxed=entry.allow_unsandboxed,
+            handoffs=tuple(entry.handoffs),
         )
     return agents
 

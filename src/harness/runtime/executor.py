@@ -39,6 +39,7 @@ from harness.core.states import RunState
 from harness.errors import RunInterrupted, StoreConflict, StoreError
 from harness.memory import ContextState
 from harness.runtime._catalog import AgentCatalog
+from harness.runtime._handoffs import RunHandoffs
 from harness.runtime.bus import EventBus
 from harness.runtime.resources import AgentResources
 from harness.runtime.results import StoredResults
@@ -474,6 +475,9 @@ class RunExecutor:
             approver=self._approver or handle.wait_for_decision,
             audit=self._audit or sink,
             results=StoredResults(self._store, sink),
+            handoffs=RunHandoffs(self._agents, self._resources, sink, record.metadata)
+            if agent.handoffs
+            else None,
         )
         left = _left_off(events or ())
         if left.not_started:
@@ -508,7 +512,7 @@ class RunExecutor:
                 usage=result.usage,
                 termination=result.termination,
                 error=result.error,
-                result_data=result_data(result, agent),
+                result_data=result_data(result, loop.spec),
             )
         )
         return result

@@ -114,7 +114,9 @@ def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:
         return None
     if agent.verifier is not None and not isinstance(agent.verifier, str):
         return None
-    return {
+    if not all(isinstance(h, str) for h in agent.handoffs):
+        return None
+    data: dict[str, Any] = {
         "name": agent.name,
         "model": agent.model,
         "base_url": agent.base_url,
@@ -139,6 +141,10 @@ def agent_metadata(agent: AgentSpec) -> dict[str, Any] | None:
             ],
         },
     }
+    if agent.description or agent.handoffs:  # older metadata lacks them: written only when set
+        data["description"] = agent.description
+        data["handoffs"] = list(agent.handoffs)
+    return data
 
 
 def agent_from_metadata(data: Mapping[str, Any]) -> AgentSpec:
@@ -162,6 +168,8 @@ def agent_from_metadata(data: Mapping[str, Any]) -> AgentSpec:
         verifier=data.get("verifier"),
         context=_context_from(data.get("context")),
         settings=_settings_from(data.get("settings") or {}),
+        description=str(data.get("description") or ""),
+        handoffs=tuple(str(h) for h in data.get("handoffs") or ()),
     )
 
 

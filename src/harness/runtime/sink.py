@@ -141,6 +141,13 @@ class StoreSink:
         if self._watched or self._unsaved_reply:
             await self.flush()
 
+    async def hand_over(self, *, agent: str, model: str, metadata: Mapping[str, Any]) -> None:
+        """Commit everything kept so far with the run's row naming its new agent (a handoff)."""
+        update = RunUpdate(
+            state=self._state, usage=self.usage, agent=agent, model=model, metadata=metadata
+        )
+        await self.flush(update)
+
     async def flush(self, update: RunUpdate | None = None) -> None:
         """Commit everything kept so far, with `update` to the run's row."""
         kept = self._events or self._messages or self._audit or self._blobs

@@ -348,6 +348,9 @@ def _update_fields(
     if update.model is not None:
         sets.append("model = ?")
         params.append(update.model)
+    if update.agent is not None:
+        sets.append("agent = ?")
+        params.append(update.agent)
 
 
 def check_state(run_id: str, state: str) -> str:

@@ -159,6 +159,8 @@ class RunUpdate:
     """What went wrong."""
     model: str | None = None
     """The model now in use."""
+    agent: str | None = None
+    """The agent the run continues under (a handoff)."""
     metadata: Mapping[str, Any] | None = None
     """Replaces the run's metadata."""
     result_data: Mapping[str, Any] | None = None

@@ -161,7 +161,38 @@ def planner() -> Agent:
     )
 
 
+TRIAGE_PROMPT = "You are triage: hand billing questions to billing."
+BILLING_PROMPT = "You are billing: resolve charges and refunds."
+
+
+def _triages(request: ModelRequest) -> Message:
+    return reply(None, call("transfer_to_billing", {"reason": "a charge"}, id="h1"))
+
+
+async def _stuck_in_billing(request: ModelRequest) -> Message:
+    print("in billing", flush=True)
+    await asyncio.Event().wait()  # until the process is killed
+    raise AssertionError("unreachable")
+
+
+def triage(billing: Agent | None = None, model: FunctionModel | None = None) -> Agent:
+    """Hands every task to `billing`; by default one whose model hangs (the process to kill)."""
+    billing = billing or Agent(
+        name="billing",
+        instructions=BILLING_PROMPT,
+        description="Charges and refunds.",
+        model=FunctionModel(_stuck_in_billing),
+    )
+    return Agent(
+        name="triage",
+        instructions=TRIAGE_PROMPT,
+        model=model or FunctionModel(_triages),
+        handoffs=[billing],
+    )
+
+
 AGENTS = {
+    "triage": triage,
     "compactor": compactor,
     "planner": planner,
     "deployer": deployer,

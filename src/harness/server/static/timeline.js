@@ -179,6 +179,10 @@ const HANDLERS = {
   run_waiting(p, env) {
     this.in(p).append(note("waiting", env.ts, `Waiting: ${p.reason}`));
   },
+  handoff(p, env) {
+    this.in(p).append(note("handoff", env.ts, "Handed over from ", h("strong", {}, p.from_agent),
+      " to ", h("strong", {}, p.to_agent), p.reason ? `: ${cut(p.reason, 200)}` : ""));
+  },
   run_paused(p, env) { this.list.append(note("paused", env.ts, `Paused (${p.at})`)); },
   run_resumed(p, env) { this.list.append(note("resumed", env.ts, "Resumed")); },
   run_recovered(p, env) {

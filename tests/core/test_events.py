@@ -21,6 +21,8 @@ from harness.core.events import (
     AgentMessage,
     ApprovalDecided,
     ApprovalRequested,
+    ChildFinished,
+    ChildStarted,
     CompletionChecked,
     ContextCompacted,
     EventPayload,
@@ -277,6 +279,23 @@ EMITTED: list[tuple[EventPayload, str]] = [
         '{"error":"boom","error_type":"RuntimeError","termination":"error"}',
     ),
     (RunCancelled(by="user:x", reason=None), '{"by":"user:x","reason":null}'),
+    (
+        ChildStarted(
+            call_id="c1", child_run_id="run_1", agent="r", task="t", depth=1, existed=False
+        ),
+        '{"call_id":"c1","child_run_id":"run_1","agent":"r","task":"t","depth":1,"existed":false}',
+    ),
+    (
+        ChildFinished(
+            call_id="c1",
+            child_run_id="run_1",
+            state="COMPLETED",
+            termination="final_answer",
+            usage=USAGE,
+        ),
+        '{"call_id":"c1","child_run_id":"run_1","state":"COMPLETED",'
+        '"termination":"final_answer","usage":' + USAGE_JSON + "}",
+    ),
 ]
 """Each event as the emitters build it, and the payload JSON harness wrote for it before
 payloads were typed (same keys, same order, the same explicit nulls)."""

@@ -38,7 +38,7 @@ from harness.core.usage import Usage
 from harness.errors import RunInterrupted, StoreError
 from harness.gateway.model import Model
 from harness.memory import ContextState, WindowManager
-from harness.tools import MemoryResultStore, ResultStore, ToolContext, Toolset
+from harness.tools import ChildRuns, MemoryResultStore, ResultStore, ToolContext, Toolset
 from harness.tools.approvals import ApprovalHandler
 from harness.tools.audit import AuditLog
 
@@ -61,6 +61,7 @@ class AgentLoop:
         audit: Receives one record per tool call.
         results: Keeps the full text of results the model sees only in part.
         clock: Measures the run's time against `Limits.max_seconds`.
+        children: Starts child runs for agent tools (`ToolContext.children`); the runtime's.
     """
 
     def __init__(
@@ -75,6 +76,7 @@ class AgentLoop:
         audit: AuditLog | None = None,
         results: ResultStore | None = None,
         clock: Clock | None = None,
+        children: ChildRuns | None = None,
     ) -> None:
         self._spec, self._model, self._toolset = spec, model, toolset
         self._sink, self._stream = sink, stream
@@ -82,6 +84,7 @@ class AgentLoop:
         self._results = results or MemoryResultStore()
         self._clock = clock or SystemClock()
         self._checks = AnswerChecks(spec)
+        self._children = children
 
     async def run(
         self,
@@ -150,7 +153,12 @@ class AgentLoop:
         return None if policy is None else WindowManager(policy, state=state)
 
     def _active_run(self, run_id: str, messages: list[Message], usage: Usage) -> ActiveRun:
-        context = ToolContext(run_id=run_id, workspace=self._spec.workspace, results=self._results)
+        context = ToolContext(
+            run_id=run_id,
+            workspace=self._spec.workspace,
+            results=self._results,
+            children=self._children,
+        )
         runner = ToolCallRunner(
             self._toolset,
             self._sink,

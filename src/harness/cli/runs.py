@@ -337,7 +337,10 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
         "state": record.state,
         "task": record.task,
         "task_type": record.task_type,
+        "resumed_from": record.resumed_from,
         "parent_run_id": record.parent_run_id,
+        "root_run_id": record.root,
+        "depth": record.depth,
         "model": record.model,
         "created_at": _when(record.created_at),
         "started_at": _when(record.started_at),
@@ -347,6 +350,7 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
         **dict(record.result_data or {}),
         "error": record.error,
         "usage": usage_to_dict(record.usage),
+        "children_usage": usage_to_dict(record.children_usage),
         "owner": record.owner,
         "events": record.last_seq,
     }

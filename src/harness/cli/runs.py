@@ -190,9 +190,18 @@ def runs_events(
         bool, typer.Option(help="Keep printing new events until the run ends.")
     ] = False,
     json_output: JsonOpt = False,
+    tree: Annotated[
+        bool, typer.Option(help="Also the events of its child runs, by time, each naming its run.")
+    ] = False,
 ) -> None:
     """Print a run's events; with --follow, live until it ends."""
     from harness.cli.render import LiveRenderer
+
+    if tree:
+        from harness.cli.tree import print_tree_events
+
+        print_tree_events(run_id, follow=follow, json_output=json_output)
+        return
 
     render = LiveRenderer()
 

@@ -279,3 +279,62 @@ async def cascade(harness: Harness, run_id: str, verb: str, *, by: str | None) -
                 await harness.pause(child.run_id, by=by)
             else:
                 await harness.resume(child.run_id)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TreeNode:
+    """One run of a tree (`harness runs tree`): its row, its steps and its children."""
+
+    record: RunRecord
+    """The run."""
+    steps: int
+    """Its model steps so far (`step_started` events)."""
+    children: tuple[TreeNode, ...]
+    """Its child runs, oldest first."""
+
+    def walk(self) -> list[TreeNode]:
+        """This node and every node below it, depth first."""
+        return [self, *(node for child in self.children for node in child.walk())]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The subtree as JSON-compatible data (`harness runs tree --json`)."""
+        from harness.core.codec import usage_to_dict
+
+        r = self.record
+        return {
+            "run_id": r.run_id,
+            "agent": r.agent,
+            "state": str(r.state),
+            "depth": r.depth,
+            "parent_run_id": r.parent_run_id,
+            "task": r.task,
+            "steps": self.steps,
+            "termination": r.termination,
+            "usage": usage_to_dict(r.usage),
+            "children_usage": usage_to_dict(r.children_usage),
+            "cost_usd": r.usage.cost_usd,
+            "total_cost_usd": r.total_usage.cost_usd,
+            "children": [child.to_dict() for child in self.children],
+        }
+
+
+async def run_tree(harness: Harness, run_id: str) -> TreeNode:
+    """The tree that `run_id` belongs to, from its root: two reads and one count.
+
+    Raises:
+        RunError: No such run.
+    """
+    record = await harness.get(run_id)
+    root = record if record.root_run_id is None else await harness.get(record.root)
+    below = await harness.store.list_runs(root_run_id=root.run_id, limit=None)
+    runs = [root, *below]
+    steps = await harness.store.count_events([r.run_id for r in runs], types=("step_started",))
+    by_parent: dict[str | None, list[RunRecord]] = {}
+    for run in sorted(below, key=lambda r: (r.created_at, r.run_id)):
+        by_parent.setdefault(run.parent_run_id, []).append(run)
+
+    def node(run: RunRecord) -> TreeNode:
+        kids = tuple(node(child) for child in by_parent.get(run.run_id, ()))
+        return TreeNode(record=run, steps=steps.get(run.run_id, 0), children=kids)
+
+    return node(root)

@@ -38,7 +38,7 @@ async def test_a_fan_out_runs_children_in_the_same_store_and_gathers_their_resul
         parent = await h.get(result.run_id)
         children = await h.store.list_runs(parent_run_id=result.run_id, limit=None)
         events = [e async for e in h.events(result.run_id)]
-    assert result.output == " | ".join(f"found topic-{i}" for i in range(10))
+    assert result.output == " | ".join(f"found survey/topic-{i}" for i in range(10))
     assert sorted(c.run_id for c in children) == sorted(
         child_run_id(result.run_id, f"fan-{i}") for i in range(10)
     )
@@ -52,7 +52,7 @@ async def test_a_fan_out_runs_children_in_the_same_store_and_gathers_their_resul
     assert not any(s.existed for s in started)
     assert {f.state for f in finished} == {"COMPLETED"}
     assert sorted((tmp_path / "ledger").read_text().splitlines()) == sorted(
-        f"topic-{i}" for i in range(10)
+        f"survey/topic-{i}" for i in range(10)
     )
     # Roll-up: its own usage is its own two replies; its children's is theirs, counted once.
     assert parent.usage.cost_usd == 2 * SUPERVISOR_REPLY_USD

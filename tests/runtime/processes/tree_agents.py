@@ -66,7 +66,10 @@ def researcher() -> Agent:
 def _supervisor(request: ModelRequest) -> ModelResponse:
     results = [m.content or "" for m in request.messages if m.role == "tool"]
     if not results:
-        calls = [call("researcher", {"task": f"topic-{i}"}, id=f"fan-{i}") for i in range(FAN_OUT)]
+        task = _task(request)
+        calls = [
+            call("researcher", {"task": f"{task}/topic-{i}"}, id=f"fan-{i}") for i in range(FAN_OUT)
+        ]
         return _priced(reply(None, *calls), SUPERVISOR_REPLY_USD)
     return _priced(reply(" | ".join(results)), SUPERVISOR_REPLY_USD)
 

@@ -159,3 +159,26 @@ async def test_usage_counts_once_in_harness_cost(
     assert report.total.requests == parent.total_usage.requests == 22
     assert parent.total_usage == parent.usage + parent.children_usage
     assert isinstance(parent.children_usage, Usage)
+
+
+async def test_a_run_with_child_events_renders_and_traces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli.render import LiveRenderer
+    from harness.observability.stored import trace_of
+    from harness.runtime.harness import stored_context
+
+    monkeypatch.setattr(tree_agents, "LEDGER", tmp_path / "ledger")
+    async with Harness(Settings(home=tmp_path)) as h:
+        result = await h.run(supervisor(), "survey")
+        events = await h.store.events(result.run_id)
+        record = await h.get(result.run_id)
+    render = LiveRenderer()
+    for event in events:
+        render(event)
+    shown = capsys.readouterr().out
+    first = child_run_id(result.run_id, "fan-0")
+    assert f"↳ child {first} researcher" in shown
+    assert f"↲ child {first} completed" in shown
+    spans = trace_of(result.run_id, events, stored_context(record))
+    assert sum(s.span.name.startswith("execute_tool") for s in spans) == 10

@@ -154,17 +154,20 @@ class ChildRunner:
             return found.agent, True
         async with self._lock:  # parallel calls count their children one at a time
             await self._check_limits()
-            link = ChildOf(
-                parent_run_id=self._record.run_id,
-                root_run_id=self._record.root,
-                depth=self._record.depth + 1,
-            )
-            try:
-                await self._harness.submit(agent, task, run_id=child_id, child_of=link)
-            except StoreConflict:  # made meanwhile (a call of the run's previous owner)
-                found = await self._harness.store.get_run(child_id)
-                return (found.agent if found else _name(agent)), True
-            self._started = (self._started or 0) + 1
+            self._started = (self._started or 0) + 1  # held for this call from here on
+        link = ChildOf(
+            parent_run_id=self._record.run_id,
+            root_run_id=self._record.root,
+            depth=self._record.depth + 1,
+        )
+        try:
+            await self._harness.submit(agent, task, run_id=child_id, child_of=link)
+        except StoreConflict:  # made meanwhile (a call of the run's previous owner)
+            found = await self._harness.store.get_run(child_id)
+            return (found.agent if found else _name(agent)), True
+        except BaseException:
+            self._started -= 1
+            raise
         return _name(agent), False
 
     async def _check_limits(self) -> None:

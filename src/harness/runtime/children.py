@@ -102,8 +102,10 @@ class ChildRunner:
         self._handle, self._limits = handle, limits
         self._started: int | None = None
         """Children this run started so far (read from the store at the first call)."""
-        self._ended: dict[str, Usage] = {}
+        self._ended: dict[str, Usage] | None = None
         """The usage of each ended child (its own and its children's), by child id."""
+        self._children_total = Usage()
+        """The sum of `_ended`."""
         self._lock = asyncio.Lock()
 
     async def run(self, agent: Any, task: str, context: ToolContext) -> ToolResult:
@@ -135,7 +137,7 @@ class ChildRunner:
             raise
         finally:
             self._handle.waiting_on_children -= 1
-        await self._roll_up()
+        await self._roll_up(ended)
         self._sink.emit(
             ChildFinished(
                 call_id=context.call_id,
@@ -221,16 +223,24 @@ class ChildRunner:
             elif self._handle.paused_for_children:
                 await self._harness.pause(child_id, by=self._by)
 
-    async def _roll_up(self) -> None:
-        """Count the usage of every ended child (each once, by id) in the run's row."""
-        children = await self._harness.store.list_runs(
-            parent_run_id=self._record.run_id, limit=None
-        )
-        for child in children:
-            if child.state in TERMINAL_STATES:
-                self._ended[child.run_id] = child.total_usage
-        if self._ended:
-            self._sink.report_children_usage(sum(self._ended.values(), Usage()))
+    async def _roll_up(self, ended: RunRecord) -> None:
+        """Count `ended`'s usage (its own and its children's) in the run's, once per child.
+
+        The first time, every child that ended before (under a previous owner too) is read
+        from the store; then each child adds its own once, by id: a call made again adds
+        nothing twice.
+        """
+        async with self._lock:
+            if self._ended is None:
+                children = await self._harness.store.list_runs(
+                    parent_run_id=self._record.run_id, state=TERMINAL_STATES, limit=None
+                )
+                self._ended = {c.run_id: c.total_usage for c in children}
+                self._children_total = sum(self._ended.values(), Usage())
+            if ended.run_id not in self._ended:
+                self._ended[ended.run_id] = ended.total_usage
+                self._children_total += ended.total_usage
+        self._sink.report_children_usage(self._children_total)
 
     @property
     def _by(self) -> str:

@@ -182,3 +182,20 @@ async def test_a_run_with_child_events_renders_and_traces(
     assert f"↲ child {first} completed" in shown
     spans = trace_of(result.run_id, events, stored_context(record))
     assert sum(s.span.name.startswith("execute_tool") for s in spans) == 10
+
+
+async def test_a_child_past_the_calls_timeout_is_cancelled_and_the_call_fails(
+    tmp_path: Path,
+) -> None:
+    slow = Agent(name="slow", model=ScriptedModel([reply("late")], latency_s=30))
+    boss = Agent(
+        name="boss",
+        model=ScriptedModel([reply(None, call("slow", {"task": "x"}, id="c1")), reply("ok")]),
+        tools=[slow.as_tool(timeout=2)],
+    )
+    async with Harness(Settings(home=tmp_path)) as h:
+        result = await h.run(boss, "go", timeout=30)
+        child = await h.wait(child_run_id(result.run_id, "c1"), timeout=10)
+    tool_message = next(m for m in result.messages if m.role == "tool")
+    assert "did not finish within 2 s and was cancelled" in (tool_message.content or "")
+    assert child.termination == "cancelled"

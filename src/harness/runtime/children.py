@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -116,7 +117,7 @@ class ChildRunner:
         """
         target: AgentSpec | str = agent
         child_id = child_run_id(self._record.run_id, context.call_id)
-        name, existed = await self._start(target, task, child_id)
+        name, existed, since = await self._start(target, task, child_id)
         self._sink.emit(
             ChildStarted(
                 call_id=context.call_id,
@@ -130,7 +131,7 @@ class ChildRunner:
         self._handle.waiting_on_children += 1
         try:
             ended = await context.park(
-                f"waiting for child run {child_id}", self._ended_child(child_id, context)
+                f"waiting for child run {child_id}", self._ended_child(child_id, context, since)
             )
         except asyncio.CancelledError:
             await asyncio.shield(self._pass_on(child_id))
@@ -149,11 +150,17 @@ class ChildRunner:
         )
         return _answer(ended)
 
-    async def _start(self, agent: AgentSpec | str, task: str, child_id: str) -> tuple[str, bool]:
-        """Create the child unless it exists; its agent's name, and whether it existed."""
+    async def _start(
+        self, agent: AgentSpec | str, task: str, child_id: str
+    ) -> tuple[str, bool, float]:
+        """Create the child unless it exists.
+
+        Returns its agent's name, whether it existed, and when it was created (the call's
+        wait is counted from then, by every owner).
+        """
         found = await self._harness.store.get_run(child_id)
         if found is not None:
-            return found.agent, True
+            return found.agent, True, found.created_at
         async with self._lock:  # parallel calls count their children one at a time
             await self._check_limits()
             self._started = (self._started or 0) + 1  # held for this call from here on
@@ -166,11 +173,13 @@ class ChildRunner:
             await self._harness.submit(agent, task, run_id=child_id, child_of=link)
         except StoreConflict:  # made meanwhile (a call of the run's previous owner)
             found = await self._harness.store.get_run(child_id)
-            return (found.agent if found else _name(agent)), True
+            if found is None:  # pragma: no cover - a run is never deleted
+                raise
+            return found.agent, True, found.created_at
         except BaseException:
             self._started -= 1
             raise
-        return _name(agent), False
+        return _name(agent), False, time.time()
 
     async def _check_limits(self) -> None:
         depth = self._record.depth + 1
@@ -192,18 +201,24 @@ class ChildRunner:
                 hint="Use the results you have, or do the rest yourself.",
             )
 
-    async def _ended_child(self, child_id: str, context: ToolContext) -> RunRecord:
-        """The child once it ended; cancelled (and a tool error) when the call's time is up."""
-        limit = None if context.timeout_s is None else max(0.0, context.timeout_s - _MARGIN_S)
+    async def _ended_child(self, child_id: str, context: ToolContext, since: float) -> RunRecord:
+        """The child once it ended; cancelled (and a tool error) when the call's time is up.
+
+        The time is counted from the child's creation, which the store keeps: a call made
+        again after a takeover waits only for what is left.
+        """
+        left = None if context.timeout_s is None else context.timeout_s - _MARGIN_S
+        limit = None if left is None else max(0.0, left - max(0.0, time.time() - since))
         try:
             async with asyncio.timeout(limit):
                 await self._harness.wait(child_id)
         except TimeoutError:
-            reason = f"the call waiting for it timed out after {limit:g} s"
+            seconds = context.timeout_s or 0.0
+            reason = f"the call waiting for it timed out after {seconds:g} s"
             with contextlib.suppress(RunError):
                 await self._harness.cancel(child_id, reason=reason, by=self._by)
             raise ToolError(
-                f"child run {child_id} did not finish within {limit:g} s and was cancelled",
+                f"child run {child_id} did not finish within {seconds:g} s and was cancelled",
                 hint="Give the agent a smaller task.",
             ) from None
         record = await self._harness.store.get_run(child_id)

@@ -483,7 +483,9 @@ class Harness:
         """
         async with asyncio.timeout(timeout):
             local = self._executor.result_of(run_id) if self._executor else None
-            if local is not None and (result := await local) is not None:
+            # Shielded: a waiter that gives up (its timeout, its cancel) must not cancel
+            # the result every other waiter of the run awaits too.
+            if local is not None and (result := await asyncio.shield(local)) is not None:
                 return result
             # Watched before the state is read: an end published in between is not missed.
             finished = self._finished.setdefault(run_id, asyncio.Event())

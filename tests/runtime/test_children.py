@@ -23,6 +23,7 @@ import tree_agents
 from tree_agents import (
     RESEARCHER_REPLY_USD,
     SUPERVISOR_REPLY_USD,
+    researcher,
     structured_researcher,
     supervisor,
 )
@@ -199,3 +200,31 @@ async def test_a_child_past_the_calls_timeout_is_cancelled_and_the_call_fails(
     tool_message = next(m for m in result.messages if m.role == "tool")
     assert "did not finish within 2 s and was cancelled" in (tool_message.content or "")
     assert child.termination == "cancelled"
+
+
+async def test_an_agent_tool_outside_the_runtime_is_a_clear_tool_error() -> None:
+    from harness.core.messages import ToolCall
+    from harness.core.usage import Limits
+    from harness.tools import Toolset
+
+    spec = researcher().as_tool(name="ask_researcher")
+    assert spec.parameters["required"] == ["task"]
+    toolset = Toolset([spec])
+    call_ = ToolCall(id="c1", name="ask_researcher", arguments='{"task": "x"}')
+    outcome = await toolset.execute(call_, limits=Limits())
+    assert outcome.status == "tool_error"
+    assert "needs harness's runtime" in outcome.output
+    bad = await toolset.execute(
+        ToolCall(id="c2", name="ask_researcher", arguments='{"task": "x", "more": 1}'),
+        limits=Limits(),
+    )
+    assert bad.status == "invalid_arguments"
+
+
+async def test_park_awaits_what_it_is_given() -> None:
+    from harness.tools import ToolContext
+
+    async def answer() -> int:
+        return 42
+
+    assert await ToolContext().park("waiting for nothing", answer()) == 42

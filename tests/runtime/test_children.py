@@ -3,6 +3,7 @@
 The tests that kill a worker live in `test_children_chaos.py`.
 """
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, Harness
-from harness.core.events import ChildFinished, ChildStarted, payloads
+from harness.core.events import ChildFinished, ChildStarted, RunPaused, payloads
 from harness.core.states import RunState
 from harness.core.usage import Usage
 from harness.runtime import Settings
@@ -228,3 +229,27 @@ async def test_park_awaits_what_it_is_given() -> None:
         return 42
 
     assert await ToolContext().park("waiting for nothing", answer()) == 42
+
+
+async def test_a_pause_asked_before_the_fan_out_pauses_the_parent_as_it_starts_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tree_agents, "LEDGER", tmp_path / "ledger")
+    monkeypatch.setattr(tree_agents, "LATENCY_S", 0.5)
+    async with Harness(Settings(home=tmp_path), control_poll_s=0.05) as h:
+        root = await h.submit(supervisor(), "survey")
+        await asyncio.sleep(0.2)  # in its first model call: no child exists yet
+        await h.pause(root)
+        async with asyncio.timeout(30):
+            while (await h.get(root)).state != RunState.PAUSED:
+                await asyncio.sleep(0.05)
+        events = await h.store.events(root)
+        await h.resume(root)
+        result = await h.wait(root, timeout=60)
+        children = await h.store.list_runs(parent_run_id=root, limit=None)
+    assert [p.at for p in payloads(events, RunPaused)] == ["children"]
+    assert result.output == " | ".join(f"found survey/topic-{i}" for i in range(10))
+    assert len(children) == 10
+    assert sorted((tmp_path / "ledger").read_text().splitlines()) == sorted(
+        f"survey/topic-{i}" for i in range(10)
+    )

@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ChildLimits", "ChildOf", "ChildRunner", "child_run_id"]
 
+_LOOK_S: Final = 1.0
+"""How often a call that waits for its child looks whether the child is paused."""
+
 _MARGIN_S: Final = 1.0
 """How much sooner than the toolset's deadline a call stops waiting, to cancel its child."""
 
@@ -130,6 +133,8 @@ class ChildRunner:
         )
         self._handle.waiting_on_children += 1
         try:
+            if self._handle.pause_requested:  # asked before this wait: its children pause too
+                self._handle.pause()  # so the run stops waiting at once (its task is cancelled)
             ended = await context.park(
                 f"waiting for child run {child_id}", self._ended_child(child_id, context, since)
             )
@@ -170,7 +175,9 @@ class ChildRunner:
             depth=self._record.depth + 1,
         )
         try:
-            await self._harness.submit(agent, task, run_id=child_id, child_of=link)
+            # Shielded: a cancel (a pause of the run) must not stop the child half-made,
+            # created but never started.
+            await asyncio.shield(self._harness.submit(agent, task, run_id=child_id, child_of=link))
         except StoreConflict:  # made meanwhile (a call of the run's previous owner)
             found = await self._harness.store.get_run(child_id)
             if found is None:  # pragma: no cover - a run is never deleted
@@ -211,7 +218,7 @@ class ChildRunner:
         limit = None if left is None else max(0.0, left - max(0.0, time.time() - since))
         try:
             async with asyncio.timeout(limit):
-                await self._harness.wait(child_id)
+                await self._wait_running(child_id)
         except TimeoutError:
             seconds = context.timeout_s or 0.0
             reason = f"the call waiting for it timed out after {seconds:g} s"
@@ -225,6 +232,24 @@ class ChildRunner:
         assert record is not None
         assert record.state in TERMINAL_STATES
         return record
+
+    async def _wait_running(self, child_id: str) -> None:
+        """Wait until the child ends, resuming it whenever it is found paused.
+
+        The run waits for it, so the run is not paused: a pause of the tree that reached the
+        child after the run was resumed, or a pause of the child alone, would otherwise
+        leave the run waiting for ever. (Pause the run to pause its children.)
+        """
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_LOOK_S):
+                    await self._harness.wait(child_id)
+                    return
+            child = await self._harness.store.get_run(child_id)
+            paused = child is not None and child.state == RunState.PAUSED
+            if paused and not self._handle.pause_requested:
+                with contextlib.suppress(RunError):
+                    await self._harness.resume(child_id)
 
     async def _pass_on(self, child_id: str) -> None:
         """The run was cancelled or paused while it waited: so is the child (if not already).

@@ -21,6 +21,8 @@ from harness.core.events import (
     AgentMessage,
     ApprovalDecided,
     ApprovalRequested,
+    ChildFinished,
+    ChildStarted,
     CompletionChecked,
     ContextCompacted,
     EventPayload,
@@ -284,6 +286,23 @@ EMITTED: list[tuple[EventPayload, str]] = [
         ),
         '{"step":2,"call_id":"c1","from_agent":"triage","to_agent":"billing",'
         '"reason":null,"count":1}',
+    ),
+    (
+        ChildStarted(
+            call_id="c1", child_run_id="run_1", agent="r", task="t", depth=1, existed=False
+        ),
+        '{"call_id":"c1","child_run_id":"run_1","agent":"r","task":"t","depth":1,"existed":false}',
+    ),
+    (
+        ChildFinished(
+            call_id="c1",
+            child_run_id="run_1",
+            state="COMPLETED",
+            termination="final_answer",
+            usage=USAGE,
+        ),
+        '{"call_id":"c1","child_run_id":"run_1","state":"COMPLETED",'
+        '"termination":"final_answer","usage":' + USAGE_JSON + "}",
     ),
 ]
 """Each event as the emitters build it, and the payload JSON harness wrote for it before

@@ -250,7 +250,7 @@ async def test_a_resumed_run_charges_its_inherited_results_to_their_tool(
     submitted = NewEvent(payload=RunSubmitted(agent="ops", task="find it", parent_run_id="run_1"))
     inherited = [asks(("a1", "lookup")), result("a1", "lookup", 30)]
     await store.create_run(
-        NewRun(run_id="run_2", agent="ops", parent_run_id="run_1"),
+        NewRun(run_id="run_2", agent="ops", resumed_from="run_1"),
         events=[submitted],
         messages=[Message.system("be brief"), Message.user("find it"), *inherited],
     )

@@ -163,7 +163,7 @@ async def test_resume_of_a_failed_run_starts_a_new_run_from_its_history(tmp_path
         result = await harness.wait(new_id, timeout=10)
         record = await harness.get(new_id)
     assert new_id != failed.run_id
-    assert record.parent_run_id == failed.run_id
+    assert record.resumed_from == failed.run_id
     assert result.output == "recovered"
     assert [m.role for m in result.messages][:4] == ["system", "user", "assistant", "tool"]
 

@@ -78,5 +78,5 @@ async def test_a_run_resumed_from_a_failed_one_keeps_its_task_type(tmp_path: Pat
         record = await harness.get(resumed)
         started = payloads([e async for e in harness.events(resumed)], RunStarted)
     assert result.output == "done"
-    assert (record.parent_run_id, record.task_type) == (failed.run_id, "refund")
+    assert (record.resumed_from, record.task_type) == (failed.run_id, "refund")
     assert started[0].task_type == "refund"

@@ -156,6 +156,42 @@ async def test_a_runs_trace_parent_is_kept_through_claims_and_updates(store: Eve
     assert run.trace_parent == traceparent
 
 
+async def test_a_run_tree_is_kept_and_listed_by_parent_and_root(store: EventStore) -> None:
+    await new_run(store, "run_root")
+    await new_run(store, "run_a", parent_run_id="run_root", root_run_id="run_root", depth=1)
+    await new_run(store, "run_b", parent_run_id="run_root", root_run_id="run_root", depth=1)
+    await new_run(store, "run_a1", parent_run_id="run_a", root_run_id="run_root", depth=2)
+    await new_run(store, "run_again", resumed_from="run_root")
+    root = await store.get_run("run_root")
+    leaf = await store.get_run("run_a1")
+    again = await store.get_run("run_again")
+    assert root is not None
+    assert leaf is not None
+    assert again is not None
+    assert (root.parent_run_id, root.root_run_id, root.root, root.depth) == (
+        None,
+        None,
+        "run_root",
+        0,
+    )
+    assert (leaf.parent_run_id, leaf.root, leaf.depth) == ("run_a", "run_root", 2)
+    assert (again.resumed_from, again.parent_run_id, again.depth) == ("run_root", None, 0)
+    children = await store.list_runs(parent_run_id="run_root", limit=None)
+    below = await store.list_runs(root_run_id="run_root", limit=None)
+    assert sorted(r.run_id for r in children) == ["run_a", "run_b"]
+    assert sorted(r.run_id for r in below) == ["run_a", "run_a1", "run_b"]
+    assert root.children_usage == Usage()
+
+
+async def test_children_usage_is_kept_apart_from_own_usage(store: EventStore) -> None:
+    await new_run(store, "run_1", state=RunState.RUNNING, owner="w", lease_s=10)
+    own, theirs = Usage(input_tokens=5, cost_usd=0.5), Usage(input_tokens=7, cost_usd=0.25)
+    await step(store, "run_1", update=RunUpdate(usage=own, children_usage=theirs), owner="w")
+    run = await store.get_run("run_1")
+    assert run is not None
+    assert (run.usage, run.children_usage, run.total_usage) == (own, theirs, own + theirs)
+
+
 async def test_a_run_id_is_created_once(store: EventStore) -> None:
     await new_run(store)
     with pytest.raises(StoreConflict, match="run_1 already exists"):

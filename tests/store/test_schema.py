@@ -27,6 +27,7 @@ RELEASED = {
     8: "102f82946b4770b5df61f442bb1eee437e9724f865743a62ffb778f6c0f73fe8",
     9: "0653b41c78e01b768970a0c35a6b9fa8159c862c79f61ded8e9d74262b5b2b3b",
     10: "44e393a422b842802e01449fa8f842b3d618b419c99ee9b5501bb383788d8b3d",
+    11: "7ff137f592f9d0964ada69d818837b815a135cd899e5c5cd2d1e89bad6d93129",
 }
 """sha256 of each released migration's statements. Add a line for a new migration; never
 edit one: a database that applied the old statements would not be migrated again."""
@@ -44,6 +45,32 @@ def test_migrations_are_numbered_from_one_without_gaps() -> None:
 
 def test_released_migrations_never_change() -> None:
     assert {v: fingerprint(v) for v in RELEASED} == RELEASED
+
+
+async def test_a_continued_run_of_an_old_store_names_it_in_resumed_from(tmp_path: Path) -> None:
+    """Migration 11 moved "the run this one continues" from parent_run_id to resumed_from."""
+    path = tmp_path / "harness.db"
+    conn = sqlite3.connect(path)
+    conn.executescript((FIXTURES / "store_v1.sql").read_text(encoding="utf-8"))
+    conn.execute(
+        "INSERT INTO runs SELECT 'run_again', agent, 'PENDING', task, 'run_v1', model, priority,"
+        " created_at, updated_at, NULL, NULL, usage, NULL, NULL, NULL, NULL, NULL, metadata,"
+        " 0, 0 FROM runs WHERE run_id = 'run_v1'"
+    )
+    conn.commit()
+    conn.close()
+    async with await open_store(path) as store:
+        again = await store.get_run("run_again")
+        first = await store.get_run("run_v1")
+    assert again is not None
+    assert first is not None
+    assert (again.resumed_from, again.parent_run_id, again.root, again.depth) == (
+        "run_v1",
+        None,
+        "run_again",
+        0,
+    )
+    assert (first.resumed_from, first.parent_run_id, first.children_usage) == (None, None, Usage())
 
 
 async def test_a_store_written_by_schema_1_reads_and_writes_today(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ def test_public_names_are_pinned() -> None:
         "ApprovalRule",
         "AuditLog",
         "AuditRecord",
+        "ChildRuns",
         "InvalidArguments",
         "MemoryAuditLog",
         "MemoryResultStore",

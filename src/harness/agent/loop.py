@@ -43,7 +43,7 @@ from harness.core.usage import Usage
 from harness.errors import RunInterrupted, StoreError
 from harness.gateway.model import Model
 from harness.memory import ContextState, WindowManager
-from harness.tools import MemoryResultStore, ResultStore, ToolContext, Toolset
+from harness.tools import ChildRuns, MemoryResultStore, ResultStore, ToolContext, Toolset
 from harness.tools.approvals import ApprovalHandler
 from harness.tools.audit import AuditLog
 
@@ -71,6 +71,7 @@ class AgentLoop:
         clock: Measures the run's time against `Limits.max_seconds`.
         handoffs: The runtime's side of handoffs; without it an agent's `handoffs` are
             not offered.
+        children: Starts child runs for agent tools (`ToolContext.children`); the runtime's.
     """
 
     def __init__(
@@ -86,6 +87,7 @@ class AgentLoop:
         results: ResultStore | None = None,
         clock: Clock | None = None,
         handoffs: AgentSwitch | None = None,
+        children: ChildRuns | None = None,
     ) -> None:
         self._given = (spec, model, toolset)
         self._spec, self._model, self._toolset = spec, model, toolset
@@ -95,6 +97,7 @@ class AgentLoop:
         self._clock = clock or SystemClock()
         self._checks = AnswerChecks(spec)
         self._switch = handoffs
+        self._children = children
 
     @property
     def spec(self) -> AgentSpec:
@@ -210,7 +213,12 @@ class AgentLoop:
         return None if policy is None else WindowManager(policy, state=state)
 
     def _active_run(self, run_id: str, messages: list[Message], usage: Usage) -> ActiveRun:
-        context = ToolContext(run_id=run_id, workspace=self._spec.workspace, results=self._results)
+        context = ToolContext(
+            run_id=run_id,
+            workspace=self._spec.workspace,
+            results=self._results,
+            children=self._children,
+        )
         runner = ToolCallRunner(
             self._toolset,
             self._sink,

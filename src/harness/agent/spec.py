@@ -130,6 +130,34 @@ class AgentSpec:
             self.instructions if spec is None else f"{self.instructions}\n\n{spec.instructions()}"
         )
 
+    def as_tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+    ) -> ToolSpec:
+        """This agent as a tool of another: each call runs it as a child run of the caller.
+
+        The model gives a `task`; the call starts a child run in the same store
+        (`parent_run_id`, `root_run_id`, `depth`), waits for it, and answers with its
+        result (its structured output as JSON when the agent has an output type). The
+        child's usage rolls up into the caller's; cancelling or pausing the caller reaches
+        the child. See `harness.runtime.children`.
+
+        Args:
+            name: The tool's name; the agent's name by default.
+            description: What the model is told about the tool.
+            timeout: Seconds a call waits for its child (an hour by default).
+
+        Returns:
+            The tool (`side_effects="idempotent"`: a call made again after a takeover
+            finds the child it started, so no child runs twice).
+        """
+        from harness.agent._agent_tool import agent_tool
+
+        return agent_tool(self, name=name, description=description, timeout=timeout)
+
     def context_policy(self, model: Model) -> ContextPolicy | None:
         """The context policy for runs on `model` (see `context`).
 

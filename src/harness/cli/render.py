@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,6 +18,8 @@ from harness.core.events import (
     AgentMessage,
     ApprovalDecided,
     ApprovalRequested,
+    ChildFinished,
+    ChildStarted,
     CompletionChecked,
     ContextCompacted,
     Handoff,
@@ -36,6 +38,9 @@ from harness.observability import SpanData, TracedSpan
 from harness.observability.cost import CostLine, CostReport
 from harness.observability.stats import Stats
 
+if TYPE_CHECKING:
+    from harness.runtime.children import TreeNode
+
 __all__ = [
     "JsonRenderer",
     "LiveRenderer",
@@ -43,6 +48,7 @@ __all__ = [
     "print_error",
     "print_hint",
     "print_note",
+    "print_run_tree",
     "print_stats",
     "print_waterfall",
     "sparkline",
@@ -107,6 +113,11 @@ class LiveRenderer:
                 self._run_finished(p)
             case RunFailed(error=error):
                 self._print(f"[red bold]✘ run failed[/] [red]{escape(str(error))}[/]")
+            case ChildStarted() as p:
+                again = " (started before)" if p.existed else ""
+                self._print(f"  [blue]↳ child {p.child_run_id}[/] {escape(p.agent)}{again}")
+            case ChildFinished() as p:
+                self._print(f"  [blue]↲ child {p.child_run_id}[/] {p.state.lower()}")
             case _:
                 pass
 
@@ -527,3 +538,43 @@ def _details(span: SpanData) -> str:
     kinds = [e.name for e in span.events]
     parts += [f"{kind} ×{kinds.count(kind)}" for kind in dict.fromkeys(kinds)]
     return " · ".join(parts)
+
+
+_STATE_STYLE = {
+    "COMPLETED": "green",
+    "FAILED": "red",
+    "CANCELLED": "red",
+    "PAUSED": "yellow",
+    "WAITING_TOOL": "yellow",
+    "RUNNING": "cyan",
+    "PENDING": "dim",
+}
+
+
+def print_run_tree(
+    root: TreeNode, *, mark: str | None = None, console: Console | None = None
+) -> None:
+    """Draw a tree of runs: state, agent, steps and cost of each (`harness runs tree`).
+
+    A node's cost is its own; a node with children also shows its subtree's total.
+    `mark` is the run asked about, drawn in bold.
+    """
+    from rich.tree import Tree
+
+    def label(node: TreeNode) -> Text:
+        r = node.record
+        text = Text()
+        text.append(r.run_id, style="bold" if r.run_id == mark else "")
+        text.append(f"  {r.state}", style=_STATE_STYLE.get(str(r.state), ""))
+        text.append(f"  {r.agent}  {node.steps} steps  {_dollars(r.usage.cost_usd)}")
+        if node.children:
+            text.append(f" (tree {_dollars(r.total_usage.cost_usd)})", style="dim")
+        return text
+
+    def grow(branch: Tree, node: TreeNode) -> None:
+        for child in node.children:
+            grow(branch.add(label(child)), child)
+
+    tree = Tree(label(root))
+    grow(tree, root)
+    (console or Console(highlight=False)).print(tree)

@@ -190,9 +190,18 @@ def runs_events(
         bool, typer.Option(help="Keep printing new events until the run ends.")
     ] = False,
     json_output: JsonOpt = False,
+    tree: Annotated[
+        bool, typer.Option(help="Also the events of its child runs, by time, each naming its run.")
+    ] = False,
 ) -> None:
     """Print a run's events; with --follow, live until it ends."""
     from harness.cli.render import LiveRenderer
+
+    if tree:
+        from harness.cli.tree import print_tree_events
+
+        print_tree_events(run_id, follow=follow, json_output=json_output)
+        return
 
     render = LiveRenderer()
 
@@ -337,7 +346,10 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
         "state": record.state,
         "task": record.task,
         "task_type": record.task_type,
+        "resumed_from": record.resumed_from,
         "parent_run_id": record.parent_run_id,
+        "root_run_id": record.root,
+        "depth": record.depth,
         "model": record.model,
         "created_at": _when(record.created_at),
         "started_at": _when(record.started_at),
@@ -347,6 +359,7 @@ def _record_dict(record: RunRecord) -> dict[str, Any]:
         **dict(record.result_data or {}),
         "error": record.error,
         "usage": usage_to_dict(record.usage),
+        "children_usage": usage_to_dict(record.children_usage),
         "owner": record.owner,
         "events": record.last_seq,
     }

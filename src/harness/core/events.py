@@ -33,6 +33,8 @@ __all__ = [
     "AgentMessage",
     "ApprovalDecided",
     "ApprovalRequested",
+    "ChildFinished",
+    "ChildStarted",
     "CompletionChecked",
     "ContextCompacted",
     "EventPayload",
@@ -94,6 +96,8 @@ EventType = Literal[
     "run_failed",
     "run_cancelled",
     "handoff",
+    "child_started",
+    "child_finished",
 ]
 """Every event type. Types may be added; they are never renamed."""
 
@@ -629,6 +633,44 @@ class Handoff(EventPayload):
     """Handoffs of the run so far, this one included (from 1)."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChildStarted(EventPayload):
+    """A call of an agent tool started a child run, or found the one it started before."""
+
+    type: ClassVar[EventType] = "child_started"
+    call_id: str
+    """The call of the agent tool."""
+    child_run_id: str
+    """The child run (derived from the run and the call: the same for a call made again)."""
+    agent: str
+    """The child's agent."""
+    task: str
+    """The child's task, summarized."""
+    depth: int
+    """The child's depth: 1 for a child of a run that is no child."""
+    existed: bool
+    """The child existed already: the call was made again (after a takeover) and waits for
+    the child it started before, not a new one."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChildFinished(EventPayload):
+    """A child run ended and its result went back to the call that started it."""
+
+    type: ClassVar[EventType] = "child_finished"
+    call_id: str
+    """The call of the agent tool."""
+    child_run_id: str
+    """The child run."""
+    state: str
+    """How it ended: `COMPLETED`, `FAILED` or `CANCELLED`."""
+    termination: str | None
+    """Why it ended."""
+    usage: Usage
+    """What the child and its own children consumed (counted in the run's children usage,
+    never in its own)."""
+
+
 EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
     cls.type: cls
     for cls in (
@@ -658,6 +700,8 @@ EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
         RunFailed,
         RunCancelled,
         Handoff,
+        ChildStarted,
+        ChildFinished,
     )
 }
 """The payload class of each event type."""

@@ -165,9 +165,9 @@ async def _inherited_names(
     parents: set[str] = set()
     for record in chunk:
         missing = unnamed_calls(events.get(record.run_id, []), messages.get(record.run_id, []))
-        if missing and record.parent_run_id:
+        if missing and record.resumed_from:
             wanted |= missing
-            parents.add(record.parent_run_id)
+            parents.add(record.resumed_from)
     names: dict[str, str] = {}
     for _ in range(_PARENT_LEVELS):
         if not parents or wanted <= names.keys():

@@ -127,6 +127,8 @@ class AgentConfig:
     """`[mcp.NAME]` servers whose tools it gets (`mcp:NAME` in `tools`)."""
     python_tools: tuple[str, ...] = ()
     """Python tools as `package.module:function`, imported when the agent is first built."""
+    agent_tools: tuple[str, ...] = ()
+    """Agents it calls as tools (`agent:NAME` in `tools`): each call runs one as a child run."""
     strategy: str | None = None
     """Its strategy; `None`: `[defaults] strategy`."""
     strategy_options: Mapping[str, Any] = field(default_factory=_nothing)
@@ -151,7 +153,12 @@ class AgentConfig:
     @property
     def tools(self) -> tuple[str, ...]:
         """Its tools as the file names them."""
-        return (*self.builtin_tools, *(f"mcp:{m}" for m in self.mcp), *self.python_tools)
+        return (
+            *self.builtin_tools,
+            *(f"mcp:{m}" for m in self.mcp),
+            *self.python_tools,
+            *(f"agent:{a}" for a in self.agent_tools),
+        )
 
     def layer(self) -> Layer:
         """The agent's level of the precedence."""

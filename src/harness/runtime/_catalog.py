@@ -255,6 +255,7 @@ def build_agent(config: AgentConfig, settings: Settings) -> AgentSpec:
     where = f"{settings.source_of(('agents', config.name, 'tools'))}: key 'agents.{config.name}"
     tools: list[ToolSpec | str] = [*config.builtin_tools]
     tools += [_python_tool(ref, f"{where}.tools'") for ref in config.python_tools]
+    tools += [_agent_tool(name, settings) for name in config.agent_tools]
     return AgentSpec(
         name=config.name,
         description=config.description or "",
@@ -292,6 +293,14 @@ def _python_tool(ref: str, where: str) -> ToolSpec:
 
         return tool(found)
     raise ConfigError(f"{where}: {module_name} has no function {attribute!r} for tool {ref!r}")
+
+
+def _agent_tool(name: str, settings: Settings) -> ToolSpec:
+    """`agent:NAME`: the agent, by name, as a tool (it is built when a call runs it)."""
+    from harness.agent._agent_tool import agent_tool
+
+    target = settings.agents.get(name)
+    return agent_tool(name, description=target.description if target else None)
 
 
 def _load_entry_point(entry: EntryPoint) -> AgentSpec:

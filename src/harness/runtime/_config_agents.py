@@ -12,6 +12,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from harness.agent._agent_tool import AGENT_TOOL_PREFIX
 from harness.agent.strategies import strategy_names
 from harness.core.ids import check_task_type
 from harness.core.usage import Limits
@@ -31,6 +32,19 @@ __all__ = [
 ]
 
 _PYTHON_TOOL = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+_AGENT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""An agent named as a tool must make a tool name (its name is the tool's)."""
+
+
+def _agent_tool_name(entry: str) -> str:
+    """The agent an `agent:NAME` tool names; a clear `ValueError` if it is no tool name."""
+    name = entry.removeprefix(AGENT_TOOL_PREFIX)
+    if not _AGENT_NAME.fullmatch(name):
+        raise ValueError(
+            f"tool {entry!r}: 'agent:NAME' needs the name of an agent of 1 to 64 letters, "
+            "digits, '_' or '-' (it becomes the tool's name)"
+        )
+    return name
 
 
 def known_strategy(name: str | None) -> str | None:
@@ -130,10 +144,12 @@ class AgentEntry(BaseModel):
         for index, name in enumerate(names):
             if name in names[:index]:
                 raise ValueError(f"tool {name!r} is named twice")
-            if ":" in name and not name.startswith("mcp:") and not _PYTHON_TOOL.fullmatch(name):
+            if name.startswith(AGENT_TOOL_PREFIX):
+                _agent_tool_name(name)
+            elif ":" in name and not name.startswith("mcp:") and not _PYTHON_TOOL.fullmatch(name):
                 raise ValueError(
                     f"tool {name!r}: a Python tool is 'package.module:function', an MCP "
-                    "server's tools are 'mcp:NAME'"
+                    "server's tools are 'mcp:NAME', an agent is 'agent:NAME'"
                 )
         return names
 

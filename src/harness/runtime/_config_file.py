@@ -23,6 +23,7 @@ from harness.runtime._config_agents import (
     check_labels,
     known_strategy,
 )
+from harness.runtime.child_limits import ChildLimits
 from harness.runtime.server_config import ServerConfig, ServerToken
 from harness.tools.mcp import MCPServerConfig
 from harness.tools.spec import Approval, SideEffects
@@ -322,8 +323,21 @@ class _ServerEntry(BaseModel):
         )
 
 
+class _ChildrenEntry(BaseModel):
+    """The `[children]` table: bounds on child runs (agents used as tools)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_depth: int = Field(default=5, ge=1, le=100)
+    max_children: int = Field(default=100, ge=1)
+
+    def limits(self) -> ChildLimits:
+        """The table as `ChildLimits`."""
+        return ChildLimits(max_depth=self.max_depth, max_children=self.max_children)
+
+
 class FileConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    children: _ChildrenEntry = _ChildrenEntry()
     server: _ServerEntry = _ServerEntry()
     defaults: _Defaults = _Defaults()
     observability: _ObservabilityEntry = _ObservabilityEntry()

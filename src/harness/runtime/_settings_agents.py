@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from harness.agent._agent_tool import AGENT_TOOL_PREFIX
 from harness.errors import ConfigError
 from harness.gateway.profiles import ModelProfile, resolve_profile
 from harness.runtime._agents_config import (
@@ -47,7 +48,12 @@ def agents_of(
     for name, entry in config.agents.items():
         where = ("agents", name)
         _check_model(entry.model, profiles, where, problem)
-        builtin, mcp, python = _split_tools(entry.tools, mcp_servers, where, problem)
+        builtin, mcp, python = _split_tools(
+            [t for t in entry.tools if not t.startswith(AGENT_TOOL_PREFIX)],
+            mcp_servers,
+            where,
+            problem,
+        )
         if name in entry.handoffs:
             raise ConfigError(
                 problem((*where, "handoffs"), f"agent {name!r} cannot hand over to itself")
@@ -61,6 +67,11 @@ def agents_of(
             builtin_tools=builtin,
             mcp=mcp,
             python_tools=python,
+            agent_tools=tuple(
+                t.removeprefix(AGENT_TOOL_PREFIX)
+                for t in entry.tools
+                if t.startswith(AGENT_TOOL_PREFIX)
+            ),
             strategy=entry.strategy,
             strategy_options=dict(entry.strategy_options),
             limits=entry.limits.values(),
@@ -72,7 +83,53 @@ def agents_of(
             allow_unsandboxed=entry.allow_unsandboxed,
             handoffs=tuple(entry.handoffs),
         )
+    _check_agent_tools(agents, problem)
     return agents
+
+
+def _check_agent_tools(agents: Mapping[str, AgentConfig], problem: Problem) -> None:
+    """Every `agent:NAME` tool names an agent (of the file or an entry point), in no cycle.
+
+    An agent of an entry point is not looked into: its tools are Python's business.
+    """
+    from harness.runtime._catalog import entry_point_names
+
+    for name, config in agents.items():
+        for target in config.agent_tools:
+            if target not in agents and target not in entry_point_names():
+                known = ", ".join(sorted(agents)) or "none"
+                raise ConfigError(
+                    problem(
+                        ("agents", name, "tools"),
+                        f"'agent:{target}' names no agent (agents of the file: {known}); "
+                        f"define [agents.{target}] or register it as an entry point",
+                    )
+                )
+    for name in agents:
+        cycle = _cycle_from(name, agents, ())
+        if cycle:
+            raise ConfigError(
+                problem(
+                    ("agents", name, "tools"),
+                    "agents call each other in a cycle: "
+                    + " -> ".join(cycle)
+                    + " (each call would start a child run of the next, until max_depth)",
+                )
+            )
+
+
+def _cycle_from(
+    name: str, agents: Mapping[str, AgentConfig], path: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The first cycle of agent tools reached from `name` (empty: none)."""
+    if name in path:
+        return (*path[path.index(name) :], name)
+    config = agents.get(name)
+    for target in config.agent_tools if config else ():
+        cycle = _cycle_from(target, agents, (*path, name))
+        if cycle:
+            return cycle
+    return ()
 
 
 def task_types_of(

@@ -53,9 +53,12 @@ from harness.store.protocol import (
     RunUpdate,
     StepWrite,
 )
-from harness.tools import ApprovalDecision, ApprovalHandler, AuditLog
+from harness.tools import ApprovalDecision, ApprovalHandler, AuditLog, ChildRuns
 
-__all__ = ["RunExecutor"]
+__all__ = ["ChildRunsFactory", "RunExecutor"]
+
+ChildRunsFactory = Callable[[RunRecord, StoreSink, RunHandle], ChildRuns]
+"""Makes the `ToolContext.children` of a run about to execute (`runtime/children.py`)."""
 
 _log = logging.getLogger(__name__)
 _POLL_S = 0.2
@@ -83,6 +86,7 @@ class RunExecutor:
         control_poll_s: float = _POLL_S,
         on_start: Callable[[RunRecord], None] | None = None,
         live_steps: bool = False,
+        children: ChildRunsFactory | None = None,
     ) -> None:
         self._store, self._bus, self._resources = store, bus, resources
         self._owner, self._agents = owner, agents
@@ -118,6 +122,7 @@ class RunExecutor:
         self._adopt = adopt
         self._control_poll_s = control_poll_s
         self._on_start = on_start
+        self._children = children
 
     @property
     def running(self) -> int:
@@ -465,6 +470,7 @@ class RunExecutor:
             pause_requested=lambda: handle.pause_requested,
             usage=record.usage,
             watched=self.live_steps or self.watched[agent.name] > 0,
+            children_usage=record.children_usage,
         )
         loop = AgentLoop(
             agent,
@@ -478,6 +484,7 @@ class RunExecutor:
             handoffs=RunHandoffs(self._agents, self._resources, sink, record.metadata)
             if agent.handoffs
             else None,
+            children=self._children(record, sink, handle) if self._children else None,
         )
         left = _left_off(events or ())
         if left.not_started:
@@ -500,6 +507,9 @@ class RunExecutor:
             await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
             return None
         except asyncio.CancelledError:
+            if handle.cancelled_by is None and handle.paused_for_children:
+                await self._paused_waiting(sink, handle)
+                return None
             if handle.cancelled_by is None:
                 raise
             await self._cancelled(sink, handle)
@@ -565,6 +575,14 @@ class RunExecutor:
         )
         with contextlib.suppress(Exception):  # not ours any more, or the store is down
             self._publish(await self._store.append(step))
+
+    async def _paused_waiting(self, sink: StoreSink, handle: RunHandle) -> None:
+        """Pause a run that a pause stopped while it waited for its children."""
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        sink.emit(RunPaused(at=handle.paused_at))
+        await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
 
     async def _cancelled(self, sink: StoreSink, handle: RunHandle) -> None:
         task = asyncio.current_task()

@@ -58,14 +58,17 @@ if TYPE_CHECKING:
     from harness.runtime._agents_config import Overrides, overrides_of
     from harness.runtime._catalog import AgentCatalog
     from harness.runtime.bus import EventBus
+    from harness.runtime.child_limits import ChildLimits
+    from harness.runtime.children import ChildOf, ChildRunner, cascade
     from harness.runtime.executor import RunExecutor
     from harness.runtime.experiments import assign_variant
     from harness.runtime.resources import AgentResources, private_directories
-    from harness.runtime.runs import agent_metadata
+    from harness.runtime.runs import RunHandle, agent_metadata
     from harness.runtime.settings import Settings, load_settings
+    from harness.runtime.sink import StoreSink
     from harness.store import open_store
     from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord, RunUpdate
-    from harness.tools import ApprovalHandler, AuditLog
+    from harness.tools import ApprovalHandler, AuditLog, ChildRuns
     from harness.tools.preflight import check_workspace_tools
 
 __all__ = ["Harness", "already_decided", "stored_context"]
@@ -104,6 +107,8 @@ class Harness:
             run followed by `run(on_event=...)` does), so that whoever follows the store
             (`harness serve`'s event streams) sees the model called and a safe tool's result
             while the model thinks, not only once it replies. One more commit per model call.
+        child_limits: Depth and number of child runs (agents used as tools); by default
+            `[children]` of `harness.toml`.
     """
 
     def __init__(
@@ -125,6 +130,7 @@ class Harness:
         metrics: bool | MetricsSubscriber = False,
         traces: SpanExport | None = None,
         live_steps: bool = False,
+        child_limits: ChildLimits | None = None,
     ) -> None:
         _load_runtime()
         self.settings = settings or load_settings()
@@ -140,6 +146,7 @@ class Harness:
         self._execute, self._adopt = execute, adopt
         self._control_poll_s = control_poll_s
         self._live_steps = live_steps
+        self._child_limits = child_limits or self.settings.children
         self._executor: RunExecutor | None = None
         self._finished: dict[str, asyncio.Event] = {}
         self.metrics = _metrics(metrics)
@@ -192,8 +199,13 @@ class Harness:
                 control_poll_s=self._control_poll_s,
                 on_start=self._note_labels if self.metrics is not None else None,
                 live_steps=self._live_steps,
+                children=self._child_runner,
             )
             self._executor.start()
+
+    def _child_runner(self, record: RunRecord, sink: StoreSink, handle: RunHandle) -> ChildRuns:
+        """The `ToolContext.children` of a run about to execute here."""
+        return ChildRunner(self, record, sink, handle, self._child_limits)
 
     def _keep_metrics(self, metrics: MetricsSubscriber) -> None:
         """Count every committed event, and read the gauges from here at each scrape."""
@@ -216,7 +228,7 @@ class Harness:
             )
 
     async def _new_trace(self, parent_run_id: str | None) -> TraceContext:
-        """A new run's trace context: under the run it continues, or the caller's span."""
+        """A new run's trace context: under the run it continues or its parent, else new."""
         parent = await self.store.get_run(parent_run_id) if parent_run_id else None
         if parent is not None and parent.trace_parent is not None:
             return TraceContext.new(stored_context(parent))
@@ -272,11 +284,13 @@ class Harness:
         task: str,
         *,
         priority: int = 0,
-        parent_run_id: str | None = None,
+        resumed_from: str | None = None,
         history: list[Message] | None = None,
         task_type: str | None = None,
         experiment_key: str | None = None,
         overrides: Overrides | None = None,
+        run_id: str | None = None,
+        child_of: ChildOf | None = None,
     ) -> str:
         """Queue a run of `agent` on `task` and return its id; it starts when there is room.
 
@@ -288,23 +302,27 @@ class Harness:
                 registered); `None` takes the agent of `task_type`'s table.
             task: The task.
             priority: Higher priorities are claimed first.
-            parent_run_id: The run this one continues (a resumed failed run).
+            resumed_from: The run this one continues (a resumed failed run).
             history: The conversation to start from, instead of the system prompt and task.
             task_type: A label for this kind of task (`refund`): kept with the run, it groups
                 runs in `harness cost`, metrics and traces (`TASK_TYPE_RULE`).
             experiment_key: What assigns the variant of an experiment whose `key` is
                 `"user"` (a user id …): the same key always gets the same variant.
             overrides: Values that win over every level of configuration.
+            run_id: The new run's id (a child run's is derived from its parent's call);
+                by default a new one.
+            child_of: The parent, root and depth of a child run (`runtime/children.py`).
 
         Raises:
             ConfigError: `task_type` is not a valid label, no agent has the name given, or
                 the run's experiment needs an `experiment_key`.
             RunQueueFull: The queue of pending runs is at its bound.
+            StoreConflict: A run with `run_id` exists already.
         """
         check_task_type(task_type)
         base = self._agents.base_for(agent, task_type)
-        run_id = new_id("run")
-        variant = await self._variant(base, task_type, run_id, experiment_key, parent_run_id)
+        run_id = run_id or new_id("run")
+        variant = await self._variant(base, task_type, run_id, experiment_key, resumed_from)
         agent = self._agents.effective(
             base, task_type=task_type, variant=variant, overrides=overrides
         )
@@ -329,7 +347,7 @@ class Harness:
                     "submit later, or raise max_queue / the concurrency limits"
                 )
         self.register(base)
-        trace = await self._new_trace(parent_run_id)
+        trace = await self._new_trace(resumed_from or (child_of and child_of.parent_run_id))
         if trace.parent_span_id is not None:
             metadata["trace_caller"] = trace.parent_span_id
         run = NewRun(
@@ -339,7 +357,10 @@ class Harness:
             run_id=run_id,
             agent=agent.name,
             task=task,
-            parent_run_id=parent_run_id,
+            resumed_from=resumed_from,
+            parent_run_id=child_of.parent_run_id if child_of else None,
+            root_run_id=child_of.root_run_id if child_of else None,
+            depth=child_of.depth if child_of else 0,
             model=model,
             priority=priority,
             metadata=metadata,
@@ -352,7 +373,7 @@ class Harness:
             payload=RunSubmitted(
                 agent=agent.name,
                 task=task,
-                parent_run_id=parent_run_id,
+                parent_run_id=resumed_from,
                 task_type=task_type,
                 experiment=run.experiment,
                 variant=run.variant,
@@ -382,13 +403,13 @@ class Harness:
         task_type: str | None,
         run_id: str,
         key: str | None,
-        parent_run_id: str | None,
+        resumed_from: str | None,
     ) -> tuple[str, str] | None:
         """The experiment and variant of a new run, if an experiment splits its runs."""
         experiment = self._agents.experiment_for(agent.name, task_type)
         if experiment is None:
             return None
-        parent = await self.store.get_run(parent_run_id) if parent_run_id else None
+        parent = await self.store.get_run(resumed_from) if resumed_from else None
         if parent is not None and parent.experiment == experiment.name and parent.variant:
             return experiment.name, parent.variant  # a continued run keeps its variant
         stopped = None if experiment.keep else await self.store.experiment_stops()
@@ -462,7 +483,9 @@ class Harness:
         """
         async with asyncio.timeout(timeout):
             local = self._executor.result_of(run_id) if self._executor else None
-            if local is not None and (result := await local) is not None:
+            # Shielded: a waiter that gives up (its timeout, its cancel) must not cancel
+            # the result every other waiter of the run awaits too.
+            if local is not None and (result := await asyncio.shield(local)) is not None:
                 return result
             # Watched before the state is read: an end published in between is not missed.
             finished = self._finished.setdefault(run_id, asyncio.Event())
@@ -527,7 +550,8 @@ class Harness:
     ) -> None:
         """Cancel the run: a model call or tool in flight is interrupted; what was done stays.
 
-        `by` says who asked (`user:NAME` of this process by default).
+        `by` says who asked (`user:NAME` of this process by default). The run's child runs
+        (agents used as tools) are cancelled too, all the way down.
         """
         by = by or f"user:{getpass.getuser()}"
         record = await self._record(run_id)
@@ -544,17 +568,26 @@ class Harness:
             if moved is not None:
                 self._note_labels(record)
                 self._publish(moved)
+                await cascade(self, run_id, "cancel", by=by)
                 return
         await self.store.send_control(run_id, "cancel", {"by": by, "reason": reason})
+        await cascade(self, run_id, "cancel", by=by)
 
     async def pause(self, run_id: str, *, by: str | None = None) -> None:
-        """Pause the run at its next step boundary; `by` says who asked, as for `cancel`."""
+        """Pause the run at its next step boundary; `by` says who asked, as for `cancel`.
+
+        Its running child runs pause too; a run that waits for children pauses at once.
+        """
         record = await self._record(run_id)
         check_transition(run_id, record.state, RunState.PAUSED, verb="pause")
-        await self.store.send_control(run_id, "pause", {"by": by or f"user:{getpass.getuser()}"})
+        by = by or f"user:{getpass.getuser()}"
+        await self.store.send_control(run_id, "pause", {"by": by})
+        await cascade(self, run_id, "pause", by=by)
 
     async def resume(self, run_id: str) -> str:
         """Continue a PAUSED run (same id), or start a new run from a FAILED or CANCELLED one.
+
+        A PAUSED run's paused child runs continue with it.
 
         Returns:
             The id of the run that continues: the same, or the new one.
@@ -573,6 +606,7 @@ class Harness:
         if self._executor is not None:
             self._executor.own.add(run_id)
             self._executor.wake()
+        await cascade(self, run_id, "resume", by=None)
         return run_id
 
     async def approve(self, run_id: str, call_id: str, *, by: str | None = None) -> None:
@@ -659,7 +693,7 @@ class Harness:
         return await self.submit(
             agent,
             record.task or "",
-            parent_run_id=record.run_id,
+            resumed_from=record.run_id,
             history=history,
             task_type=record.task_type,
             overrides=overrides_of(record.metadata),
@@ -827,6 +861,9 @@ def _new_record(created: list[RunEvent], run: NewRun) -> RunRecord:
         state=RunState.RUNNING,
         task=run.task,
         parent_run_id=run.parent_run_id,
+        resumed_from=run.resumed_from,
+        root_run_id=run.root_run_id,
+        depth=run.depth,
         model=run.model,
         priority=run.priority,
         created_at=now,
@@ -933,6 +970,7 @@ def _load_runtime() -> None:
     global tracing_enabled, EventBus, RunExecutor, AgentResources, private_directories
     global agent_metadata, load_settings, open_store, Decision, NewEvent, NewRun, RunRecord
     global check_workspace_tools, overrides_of, AgentCatalog, assign_variant, RunUpdate
+    global ChildRunner, cascade
     import asyncio
     import socket
 
@@ -957,6 +995,7 @@ def _load_runtime() -> None:
     from harness.runtime._agents_config import overrides_of
     from harness.runtime._catalog import AgentCatalog
     from harness.runtime.bus import EventBus
+    from harness.runtime.children import ChildRunner, cascade
     from harness.runtime.executor import RunExecutor
     from harness.runtime.experiments import assign_variant
     from harness.runtime.resources import AgentResources, private_directories

@@ -38,6 +38,10 @@ class RunHandle:
     cancel_reason: str | None = None
     cancelled_by: str | None = None
     approvals: dict[str, asyncio.Future[ApprovalDecision]] = field(default_factory=lambda: {})
+    waiting_on_children: int = 0
+    """Calls of agent tools of the run that wait for their child runs now."""
+    paused_for_children: bool = False
+    """A pause stopped the run while it waited for children (its task was cancelled)."""
 
     async def wait_for_decision(self, request: ApprovalRequest) -> ApprovalDecision:
         """Wait until `approve` or `deny` arrives for this call, from any process.
@@ -61,11 +65,20 @@ class RunHandle:
             self.approvals.pop(request.call_id, None)
 
     def pause(self) -> None:
-        """Ask the run to pause: at its next step boundary, or now if it waits for approval."""
+        """Ask the run to pause: at its next step boundary, or at once while it waits.
+
+        A wait for approval or for child runs ends at once; the call runs again on resume.
+        """
         self.pause_requested = True
         for future in self.approvals.values():
             if not future.done():
                 future.set_exception(_paused_while_waiting(self.run_id))
+        if self.waiting_on_children and self.task is not None and not self.paused_for_children:
+            # Children may be paused too: the run would wait for them forever. It stops
+            # waiting and pauses; on resume its agent-tool calls run again and find them.
+            self.paused_for_children = True
+            self.paused_at = "children"
+            self.task.cancel()
 
     def decide(self, call_id: str, decision: ApprovalDecision) -> None:
         """Deliver a decision; one that arrives before the request waits for it."""

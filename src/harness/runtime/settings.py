@@ -21,6 +21,7 @@ from harness.gateway.profiles import (
     resolve_profile,
 )
 from harness.observability.config import TraceSettings
+from harness.runtime.child_limits import ChildLimits
 from harness.runtime.server_config import ServerConfig
 from harness.tools.approvals import ApprovalPolicy
 
@@ -117,6 +118,8 @@ class Settings:
     """Keys set by environment variables, with the variable (for `harness config show`)."""
     server: ServerConfig = field(default_factory=ServerConfig)
     """The `[server]` table: tokens and limits of `harness serve`."""
+    children: ChildLimits = field(default_factory=ChildLimits)
+    """The `[children]` table: depth and number of child runs (agents used as tools)."""
 
     def source_of(self, loc: tuple[str, ...]) -> str:
         """Where key `loc` of the file was set: `harness.toml` or a variable."""
@@ -166,6 +169,7 @@ def load_settings(home: Path | None = None) -> Settings:
             ),
             observability=config.observability.settings(),
             server=config.server.config(),
+            children=config.children.limits(),
             **_configured(config, sources, profiles=profiles, mcp_servers=mcp_servers),
         )
     env_model, env_store = os.environ.get("HARNESS_MODEL"), os.environ.get("HARNESS_STORE")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import fields
@@ -62,6 +63,8 @@ class StoreSink:
         pause_requested: Asked at each checkpoint; when true the run stops there.
         usage: What the run consumed before (a resumed run); the loop reports the total
             as it grows (`report_usage`), and it commits with the next step.
+        children_usage: What its child runs consumed before (a resumed run); the runtime
+            reports the total as children end (`report_children_usage`).
         watched: Someone follows the run live (`harness run`): `announce` commits, so they
             see a step start before its model call returns.
     """
@@ -76,6 +79,7 @@ class StoreSink:
         pause_requested: Callable[[], bool],
         usage: Usage | None = None,
         watched: bool = False,
+        children_usage: Usage | None = None,
     ) -> None:
         self._store, self._bus, self.run_id, self._owner = store, bus, run_id, owner
         self._events: list[NewEvent] = []
@@ -86,6 +90,9 @@ class StoreSink:
         self._pause_requested = pause_requested
         self.usage = usage or Usage()
         self._usage_changed = False
+        self.children_usage = children_usage or Usage()
+        """What the run's children consumed, as their results came back (`RunRecord`'s)."""
+        self._children_changed = False
         self._watched = watched
         self._unsaved_reply = False
 
@@ -104,6 +111,11 @@ class StoreSink:
         """Keep the run's usage so far, as the loop counts it; it commits with the next step."""
         self.usage = total
         self._usage_changed = True
+
+    def report_children_usage(self, total: Usage) -> None:
+        """Keep the usage of the run's children so far; it commits with the next step."""
+        self.children_usage = total
+        self._children_changed = True
 
     def record(self, entry: AuditRecord) -> None:
         """Keep one audit record; it commits with the step (the sink is an `AuditLog`)."""
@@ -151,10 +163,12 @@ class StoreSink:
     async def flush(self, update: RunUpdate | None = None) -> None:
         """Commit everything kept so far, with `update` to the run's row."""
         kept = self._events or self._messages or self._audit or self._blobs
-        if not (kept or update or self._state):
+        if not (kept or update or self._state or self._children_changed):
             return
-        if update is None and (self._state or self._usage_changed):
+        if update is None and (self._state or self._usage_changed or self._children_changed):
             update = RunUpdate(state=self._state, usage=self.usage)
+        if self._children_changed and update is not None and update.children_usage is None:
+            update = dataclasses.replace(update, children_usage=self.children_usage)
         # Tuples: the store keeps its own copy of a step, and a tuple's copy is itself.
         events, messages, audit = tuple(self._events), tuple(self._messages), tuple(self._audit)
         blobs = dict(self._blobs)
@@ -176,6 +190,7 @@ class StoreSink:
                 del self._blobs[key]
         self._state = None
         self._usage_changed = False
+        self._children_changed = False
         self._unsaved_reply = False
         for event in written:  # as the store numbered them: never an event that may be lost
             self._bus.publish(event)

@@ -60,7 +60,11 @@ def run_json(record: RunRecord, steps: int, limits: Limits | None = None) -> dic
         "detail": (record.result_data or {}).get("detail"),
         "max_steps": budget["max_steps"],
         "limits": budget,
+        "resumed_from": record.resumed_from,
         "parent_run_id": record.parent_run_id,
+        "root_run_id": record.root,
+        "depth": record.depth,
+        "children_usage": usage_to_dict(record.children_usage),
         "last_seq": record.last_seq,
         "owner": record.owner,
     }

@@ -65,6 +65,10 @@ class RunFilter:
     """Taking part in this experiment."""
     before: tuple[float, str] | None = None
     """After this `(created_at, run_id)` in the listing's order (newest first): a page's end."""
+    parent_run_id: str | None = None
+    """A child of this run."""
+    root_run_id: str | None = None
+    """Below this root, at any depth."""
 
 
 def list_runs(db: Db, where: RunFilter, *, limit: int | None) -> list[RunRecord]:
@@ -81,6 +85,8 @@ def list_runs(db: Db, where: RunFilter, *, limit: int | None) -> list[RunRecord]
         ("created_at < ?", where.until),
         ("task_type = ?", where.task_type),
         ("experiment = ?", where.experiment),
+        ("parent_run_id = ?", where.parent_run_id),
+        ("root_run_id = ?", where.root_run_id),
     ):
         if value is not None:
             clauses.append(clause)

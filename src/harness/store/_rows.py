@@ -46,10 +46,10 @@ __all__ = [
 ]
 
 RUN_COLUMNS: Final = (
-    "run_id, agent, state, task, parent_run_id, model, priority, created_at, updated_at, "
+    "run_id, agent, state, task, resumed_from, model, priority, created_at, updated_at, "
     "started_at, finished_at, usage, result, termination, error, owner, lease_expires_at, "
     "metadata, last_seq, result_data, task_type, trace_parent, "
-    "experiment, variant"
+    "experiment, variant, parent_run_id, root_run_id, depth, children_usage"
 )
 CONTROL_COLUMNS: Final = "id, run_id, kind, created_at, body"
 
@@ -193,7 +193,7 @@ def run_from_row(row: Row, previous_owner: str | None = None) -> RunRecord:
         agent=row[1],
         state=RunState(row[2]),
         task=row[3],
-        parent_run_id=row[4],
+        resumed_from=row[4],
         model=row[5],
         priority=int(row[6]),
         created_at=float(row[7]),
@@ -214,6 +214,10 @@ def run_from_row(row: Row, previous_owner: str | None = None) -> RunRecord:
         trace_parent=row[21],
         experiment=row[22],
         variant=row[23],
+        parent_run_id=row[24],
+        root_run_id=row[25],
+        depth=int(row[26]),
+        children_usage=_NO_USAGE if row[27] is None else usage_from_dict(loads(row[27])),
     )
 
 
@@ -226,6 +230,10 @@ def control_from_row(row: Row) -> Control:
         created_at=float(row[3]),
         payload=unwrap(row[4]),
     )
+
+
+_NO_USAGE: Final = Usage()
+"""The children's usage of a run without children (no column written)."""
 
 
 def _float(value: Any) -> float | None:

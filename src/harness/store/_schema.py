@@ -221,6 +221,23 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "WHERE task_type IS NOT NULL",
         ),
     ),
+    Migration(
+        version=11,
+        description="run trees: parent_run_id now names the run whose agent-tool call started "
+        "this one (its root and depth beside it, and its children's usage); the run a resumed "
+        "run continues moves to resumed_from",
+        statements=(
+            "ALTER TABLE runs RENAME COLUMN parent_run_id TO resumed_from",
+            "ALTER TABLE runs ADD COLUMN parent_run_id TEXT",
+            "ALTER TABLE runs ADD COLUMN root_run_id TEXT",
+            "ALTER TABLE runs ADD COLUMN depth INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE runs ADD COLUMN children_usage TEXT",
+            "CREATE INDEX runs_by_parent ON runs (parent_run_id, created_at, run_id) "
+            "WHERE parent_run_id IS NOT NULL",
+            "CREATE INDEX runs_by_root ON runs (root_run_id, created_at, run_id) "
+            "WHERE root_run_id IS NOT NULL",
+        ),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

@@ -159,6 +159,8 @@ class SqlStore:
         limit: int | None = 100,
         experiment: str | None = None,
         before: tuple[float, str] | None = None,
+        parent_run_id: str | None = None,
+        root_run_id: str | None = None,
     ) -> list[RunRecord]:
         """Runs matching every filter, newest first; see `EventStore.list_runs`."""
         states = _strings((state,) if isinstance(state, str) else state)
@@ -171,6 +173,8 @@ class SqlStore:
             task_type=task_type,
             experiment=experiment,
             before=before,
+            parent_run_id=parent_run_id,
+            root_run_id=root_run_id,
         )
         return await self._read(lambda db: _reads.list_runs(db, where, limit=limit))
 

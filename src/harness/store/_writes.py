@@ -50,9 +50,9 @@ __all__ = [
 
 _NO_USAGE = encode_usage(Usage())
 _RUN_FIELDS = (
-    "run_id, agent, state, task, parent_run_id, model, priority, task_type, created_at, "
+    "run_id, agent, state, task, resumed_from, model, priority, task_type, created_at, "
     "updated_at, started_at, usage, metadata, owner, lease_expires_at, last_seq, "
-    "last_message, trace_parent, experiment, variant"
+    "last_message, trace_parent, experiment, variant, parent_run_id, root_run_id, depth"
 )
 _CREATE_RUN = (
     f"INSERT INTO runs ({_RUN_FIELDS}) VALUES ({marks(_RUN_FIELDS.count(',') + 1)}) "
@@ -128,7 +128,7 @@ def create_run(
         run.agent,
         state,
         run.task,
-        run.parent_run_id,
+        run.resumed_from,
         run.model,
         run.priority,
         run.task_type,
@@ -144,6 +144,9 @@ def create_run(
         run.trace_parent,
         run.experiment,
         run.variant,
+        run.parent_run_id,
+        run.root_run_id,
+        run.depth,
     )
     # The key refuses a second run of the same id: no row back, and nothing written.
     if not db.query(_CREATE_RUN, row):
@@ -330,27 +333,24 @@ def _update_fields(
     if update.usage is not None:
         sets.append("usage = ?")
         params.append(encode_usage(update.usage))
+    if update.children_usage is not None:
+        sets.append("children_usage = ?")
+        params.append(encode_usage(update.children_usage))
     if update.metadata is not None:
         sets.append("metadata = ?")
         params.append(_metadata(run_id, update.metadata))
     if update.result_data is not None:
         sets.append("result_data = ?")
         params.append(wrap(update.result_data, f"the result of run {run_id}"))
-    if update.result is not None:
-        sets.append("result = ?")
-        params.append(update.result)
-    if update.termination is not None:
-        sets.append("termination = ?")
-        params.append(update.termination)
-    if update.error is not None:
-        sets.append("error = ?")
-        params.append(update.error)
-    if update.model is not None:
-        sets.append("model = ?")
-        params.append(update.model)
-    if update.agent is not None:
-        sets.append("agent = ?")
-        params.append(update.agent)
+    for column in _PLAIN_COLUMNS:
+        value = getattr(update, column)
+        if value is not None:
+            sets.append(f"{column} = ?")
+            params.append(value)
+
+
+_PLAIN_COLUMNS = ("result", "termination", "error", "model", "agent")
+"""Fields of `RunUpdate` stored as they are, in columns of the same name."""
 
 
 def check_state(run_id: str, state: str) -> str:

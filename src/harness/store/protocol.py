@@ -60,8 +60,14 @@ class NewRun:
     """The user's task."""
     state: str = RunState.PENDING
     """Initial state."""
-    parent_run_id: str | None = None
+    resumed_from: str | None = None
     """The run this one continues, when resumed from a failed or cancelled run."""
+    parent_run_id: str | None = None
+    """The run whose agent-tool call started this one (a child run), if any."""
+    root_run_id: str | None = None
+    """The top of a child run's tree (`None` for a run that is no child: its own root)."""
+    depth: int = 0
+    """How many parents are above it: 0 for a run that is no child."""
     model: str | None = None
     """The model profile or name it uses."""
     priority: int = 0
@@ -96,7 +102,7 @@ class RunRecord:
     task: str | None
     """The user's task."""
     parent_run_id: str | None
-    """The run this one continues."""
+    """The run whose agent-tool call started this one, when it is a child run."""
     model: str | None
     """The model profile or name it uses."""
     priority: int
@@ -141,6 +147,25 @@ class RunRecord:
     """The A/B experiment the run takes part in, if any."""
     variant: str | None = None
     """The variant of `experiment` it was assigned."""
+    resumed_from: str | None = None
+    """The run this one continues (a failed or cancelled run resumed as a new run)."""
+    root_run_id: str | None = None
+    """The top of its tree, when it is a child run (`None`: it is its own root)."""
+    depth: int = 0
+    """How many parents are above it (0: no child run)."""
+    children_usage: Usage = field(default_factory=Usage)
+    """What its child runs (and theirs, all the way down) consumed, as their results came
+    back to it; `usage` is its own only. Each token is in exactly one run's `usage`."""
+
+    @property
+    def root(self) -> str:
+        """The id of the top of its tree (its own id when it is no child)."""
+        return self.root_run_id or self.run_id
+
+    @property
+    def total_usage(self) -> Usage:
+        """Its own usage and its children's together: what the whole subtree consumed."""
+        return self.usage + self.children_usage
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -165,6 +190,8 @@ class RunUpdate:
     """Replaces the run's metadata."""
     result_data: Mapping[str, Any] | None = None
     """The parts of the result beyond the output text (see `RunRecord.result_data`)."""
+    children_usage: Usage | None = None
+    """The total usage of the run's children whose results it received (not an increment)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -333,8 +360,13 @@ class EventStore(Protocol):
         limit: int | None = 100,
         experiment: str | None = None,
         before: tuple[float, str] | None = None,
+        parent_run_id: str | None = None,
+        root_run_id: str | None = None,
     ) -> list[RunRecord]:
         """Runs created in `[since, until)` that match every filter given, newest first.
+
+        `parent_run_id` selects the children of a run, `root_run_id` every run below a
+        root (not the root itself).
 
         `limit=None` returns every match. `before` is a page's end: `(created_at, run_id)`
         of the last run of the page before, whose successors (in this order) are listed.

@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from harness.tools.audit import AuditLog, AuditRecord, MemoryAuditLog
     from harness.tools.builtin import bash_tool
     from harness.tools.builtin.read_result import read_result_tool
-    from harness.tools.context import MemoryResultStore, ResultStore, ToolContext, ToolResult
+    from harness.tools.context import (
+        ChildRuns,
+        MemoryResultStore,
+        ResultStore,
+        ToolContext,
+        ToolResult,
+    )
     from harness.tools.decorator import tool
     from harness.tools.results import NO_OUTPUT, render_result, truncate
     from harness.tools.spec import Approval, SideEffects, ToolSpec
@@ -37,7 +43,13 @@ _HOMES = {
         "ApprovalRule",
     ),
     "harness.tools.audit": ("AuditLog", "AuditRecord", "MemoryAuditLog"),
-    "harness.tools.context": ("MemoryResultStore", "ResultStore", "ToolContext", "ToolResult"),
+    "harness.tools.context": (
+        "ChildRuns",
+        "MemoryResultStore",
+        "ResultStore",
+        "ToolContext",
+        "ToolResult",
+    ),
     "harness.tools.decorator": ("tool",),
     "harness.tools.results": ("NO_OUTPUT", "render_result", "truncate"),
     "harness.tools.spec": ("Approval", "SideEffects", "ToolSpec"),
@@ -59,6 +71,7 @@ __all__ = [
     "ApprovalRule",
     "AuditLog",
     "AuditRecord",
+    "ChildRuns",
     "InvalidArguments",
     "MemoryAuditLog",
     "MemoryResultStore",

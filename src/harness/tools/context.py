@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["MemoryResultStore", "ResultStore", "ToolContext", "ToolResult"]
+__all__ = ["ChildRuns", "MemoryResultStore", "ResultStore", "ToolContext", "ToolResult"]
+
+T = TypeVar("T")
+
+
+class ChildRuns(Protocol):
+    """Starts and awaits the child runs of one run (the runtime's; see `AgentSpec.as_tool`)."""
+
+    async def run(self, agent: Any, task: str, context: ToolContext) -> ToolResult:
+        """Run `agent` (an `AgentSpec`, or an agent's name) on `task` as a child of the run.
+
+        The child's id is derived from the run and `context.call_id`: a call made again
+        (after a takeover) finds the child it started and waits for it.
+
+        Raises:
+            ToolError: The child failed or was cancelled, or a limit on children refused it.
+        """
+        ...
 
 
 class ResultStore(Protocol):
@@ -54,6 +71,16 @@ class ToolContext:
     """Where full results of truncated calls are kept."""
     timeout_s: float | None = None
     """Seconds this call may run (`Limits.tool_seconds`), set by the toolset for each call."""
+    children: ChildRuns | None = None
+    """Starts child runs (agents used as tools); set by the runtime, `None` elsewhere."""
+
+    async def park(self, reason: str, until: Awaitable[T]) -> T:
+        """Wait for `until`, something outside the run (a message, a child run).
+
+        The runtime's version holds the run in WAITING_TOOL with `reason` in its detail and
+        gives up the executor's slot while it waits; this one only awaits `until`.
+        """
+        return await until
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

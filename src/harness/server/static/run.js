@@ -53,7 +53,8 @@ function header(run) {
       run.task_type ? ` · task type ${run.task_type}` : "",
       run.variant ? ` · ${run.experiment || "experiment"} variant ${run.variant}` : "",
       ` · created ${when(run.created_at)}`,
-      run.parent_run_id ? [" · from ", h("a", { href: `/runs/${encodeURIComponent(run.parent_run_id)}` }, run.parent_run_id)] : ""),
+      run.resumed_from ? [" · from ", h("a", { href: `/runs/${encodeURIComponent(run.resumed_from)}` }, run.resumed_from)] : "",
+      run.parent_run_id ? [" · child of ", h("a", { href: `/runs/${encodeURIComponent(run.parent_run_id)}` }, run.parent_run_id)] : ""),
   ];
 }
 

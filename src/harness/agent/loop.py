@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Collection, Sequence
 
 from harness.agent._answers import AnswerChecks
+from harness.agent._parking import RunParking, WorkerSlot
 from harness.agent._turns import EMPTY_REPLY_NUDGE, NO_USAGE, UNKNOWN_OUTCOME, ActiveRun
 from harness.agent.spec import AgentSpec
 from harness.agent.stops import Stop, stopped_report, wrap_up_prompt
@@ -41,6 +42,7 @@ from harness.memory import ContextState, WindowManager
 from harness.tools import MemoryResultStore, ResultStore, ToolContext, Toolset
 from harness.tools.approvals import ApprovalHandler
 from harness.tools.audit import AuditLog
+from harness.tools.context import Mailbox
 
 __all__ = ["EMPTY_REPLY_NUDGE", "UNKNOWN_OUTCOME", "AgentLoop"]
 
@@ -61,6 +63,10 @@ class AgentLoop:
         audit: Receives one record per tool call.
         results: Keeps the full text of results the model sees only in part.
         clock: Measures the run's time against `Limits.max_seconds`.
+        slot: The runtime's worker slot of the run, given up while a tool call is parked
+            (`ToolContext.park`); without it a parked call only reports its wait.
+        mailbox: The run's inbox: its messages join the conversation at step boundaries,
+            and the message tools reach it.
     """
 
     def __init__(
@@ -75,8 +81,11 @@ class AgentLoop:
         audit: AuditLog | None = None,
         results: ResultStore | None = None,
         clock: Clock | None = None,
+        slot: WorkerSlot | None = None,
+        mailbox: Mailbox | None = None,
     ) -> None:
         self._spec, self._model, self._toolset = spec, model, toolset
+        self._slot, self._mailbox = slot, mailbox
         self._sink, self._stream = sink, stream
         self._approver, self._audit = approver, audit
         self._results = results or MemoryResultStore()
@@ -150,7 +159,14 @@ class AgentLoop:
         return None if policy is None else WindowManager(policy, state=state)
 
     def _active_run(self, run_id: str, messages: list[Message], usage: Usage) -> ActiveRun:
-        context = ToolContext(run_id=run_id, workspace=self._spec.workspace, results=self._results)
+        parking = RunParking(self._sink, self._sink.commit, self._slot)
+        context = ToolContext(
+            run_id=run_id,
+            workspace=self._spec.workspace,
+            results=self._results,
+            parking=parking,
+            mailbox=self._mailbox,
+        )
         runner = ToolCallRunner(
             self._toolset,
             self._sink,
@@ -159,6 +175,7 @@ class AgentLoop:
             audit=self._audit,
             context=context,
             checkpoint=self._sink.commit,
+            parking=parking,
         )
         return ActiveRun(
             run_id=run_id,
@@ -172,6 +189,7 @@ class AgentLoop:
             messages=messages,
             usage=usage,
             finish=self._finish,
+            mailbox=self._mailbox,
         )
 
     async def _finish(self, run: ActiveRun, text: str) -> Answer | None:

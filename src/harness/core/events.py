@@ -39,6 +39,8 @@ __all__ = [
     "EventSink",
     "EventType",
     "HintInjected",
+    "MessageReceived",
+    "MessageSent",
     "ModelCalled",
     "ModelDelta",
     "ModelFallback",
@@ -62,6 +64,7 @@ __all__ = [
     "ToolCallRef",
     "ToolCompleted",
     "ToolStarted",
+    "WaitEnded",
     "payloads",
     "summarize",
 ]
@@ -92,6 +95,9 @@ EventType = Literal[
     "run_finished",
     "run_failed",
     "run_cancelled",
+    "wait_ended",
+    "message_sent",
+    "message_received",
 ]
 """Every event type. Types may be added; they are never renamed."""
 
@@ -131,7 +137,7 @@ def _from_text_unrecorded(payload: Any, _value: Any) -> bool:
 
 
 class EventPayload:
-    """The details of one event: the base of the 25 event classes."""
+    """The details of one event: the base of the event classes."""
 
     __slots__ = ()
     type: ClassVar[EventType]
@@ -608,6 +614,59 @@ class RunCancelled(EventPayload):
     """Why, if they said."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WaitEnded(EventPayload):
+    """A tool call that waited for something outside the run (`run_waiting`) goes on.
+
+    The run is RUNNING again once no other call of its step still waits (`waiting` is 0).
+    """
+
+    type: ClassVar[EventType] = "wait_ended"
+    step: int
+    """The step."""
+    reason: str
+    """What it waited for, as its `run_waiting` said."""
+    call_id: str
+    """The call that waited."""
+    waited_s: float
+    """How long it waited, in seconds."""
+    waiting: int
+    """Calls of the run that still wait."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MessageSent(EventPayload):
+    """The run sent a message to another run's inbox (the `send_message` tool)."""
+
+    type: ClassVar[EventType] = "message_sent"
+    to_run: str
+    """The run it was sent to."""
+    message_id: int
+    """The message's id in the store's inbox."""
+    call_id: str
+    """The call that sent it."""
+    content: str
+    """What it said, summarized."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MessageReceived(EventPayload):
+    """A message from the run's inbox was added to its conversation (delivered once)."""
+
+    type: ClassVar[EventType] = "message_received"
+    message_id: int
+    """The message's id in the store's inbox."""
+    sender: str
+    """Who sent it: a person (`user`), or the agent of the run that sent it."""
+    sender_run: str | None
+    """The run that sent it, when a run did."""
+    call_id: str | None
+    """The `wait_for_message` call whose result holds it; `None`: a user message at a step
+    boundary."""
+    content: str
+    """What it said, summarized."""
+
+
 EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
     cls.type: cls
     for cls in (
@@ -636,6 +695,9 @@ EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
         RunFinished,
         RunFailed,
         RunCancelled,
+        WaitEnded,
+        MessageSent,
+        MessageReceived,
     )
 }
 """The payload class of each event type."""

@@ -10,6 +10,7 @@ when the first call of the run parks and comes back before the last one goes on.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
@@ -63,6 +64,8 @@ class RunParking:
         self._parked = 0
         self._away = False
         """The run's slot is given up (while any of its calls is parked)."""
+        self._committing = asyncio.Lock()
+        """Parallel calls that park commit one after another: a sink commits one at a time."""
 
     async def park(self, call_id: str, reason: str, until: Awaitable[T]) -> T:
         """Wait for `until` with the run WAITING_TOOL and its worker slot given up."""
@@ -71,7 +74,8 @@ class RunParking:
         self._parked += 1
         goes_on = False  # a pause or a cancel ends the run's execution: no slot to take back
         try:
-            await self._commit()  # the call is on record before the slot goes
+            async with self._committing:  # the call is on record before the slot goes
+                await self._commit()
             result = await self._wait(until)
             goes_on = True
             return result
@@ -93,7 +97,8 @@ class RunParking:
                 )
             )
             if goes_on and self._parked == 0:
-                await self._commit()  # RUNNING again, on record
+                async with self._committing:  # RUNNING again, on record
+                    await self._commit()
 
     async def _wait(self, until: Awaitable[T]) -> T:
         if self._slot is None:

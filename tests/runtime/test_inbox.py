@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, Harness, Message, ModelRequest, tool
+from harness.cli.render import LiveRenderer
 from harness.core.events import (
     MessageReceived,
     MessageSent,
@@ -21,6 +22,7 @@ from harness.core.events import (
     payloads,
 )
 from harness.errors import ConfigError, RunError
+from harness.observability.spans import TraceBuilder
 from harness.runtime import Settings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 from harness.tools import ToolContext
@@ -370,3 +372,36 @@ async def test_a_run_waiting_for_a_message_survives_a_sigkill_of_its_owner(
     assert sum("are you there?" in text for text in read) == 1
     assert len(payloads(events, MessageReceived)) == 1
     assert len(payloads(events, RunWaiting)) == 2  # before the kill, and after the takeover
+
+
+async def test_a_run_with_messages_renders_in_the_cli_and_as_a_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def sends(request: ModelRequest) -> Message:
+        if not _results(request):
+            to = _user_texts(request)[0].split()[-1]
+            return reply(None, call("send_message", {"to": to, "content": "ping"}, id="s1"))
+        return reply("sent")
+
+    waiter = Agent(name="bob", model=FunctionModel(_waits(30)), tools=["wait_for_message"])
+    sender = Agent(name="alice", model=FunctionModel(sends), tools=["send_message"])
+    async with Harness(Settings(home=tmp_path), control_poll_s=0.02) as h:
+        bob = await h.submit(waiter, "wait")
+        await state_of(h, bob, "WAITING_TOOL")
+        alice = await h.submit(sender, f"write to {bob}")
+        await h.wait(alice, timeout=10)
+        await h.wait(bob, timeout=10)
+        timelines = [await events_of(h, run_id) for run_id in (alice, bob)]
+    renderer = LiveRenderer()
+    for events in timelines:
+        for event in events:
+            renderer(event)
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"✉ to {bob} ping" in shown
+    assert "… waiting: message" in shown
+    assert f"✉ from {alice} (agent alice) ping" in shown
+    for run_id, events in zip((alice, bob), timelines, strict=True):
+        builder = TraceBuilder(run_id)
+        spans = [span for event in events for span in builder.feed(event)]
+        assert builder.ended
+        assert any(span.name.startswith("execute_tool") for span in spans)

@@ -20,12 +20,15 @@ from harness.core.events import (
     ApprovalRequested,
     CompletionChecked,
     ContextCompacted,
+    MessageReceived,
+    MessageSent,
     ModelDelta,
     ModelResponded,
     RunEvent,
     RunFailed,
     RunFinished,
     RunStarted,
+    RunWaiting,
     StepStarted,
     ToolCompleted,
     ToolStarted,
@@ -100,6 +103,13 @@ class LiveRenderer:
                 self._run_finished(p)
             case RunFailed(error=error):
                 self._print(f"[red bold]✘ run failed[/] [red]{escape(str(error))}[/]")
+            case RunWaiting(reason=reason) if reason != "approval":
+                self._print(f"  [dim]… waiting: {escape(reason)}[/]")
+            case MessageSent(to_run=to, content=content):
+                self._print(f"  [magenta]✉ to {escape(to)}[/] {escape(content)}")
+            case MessageReceived() as p:
+                who = f"{p.sender_run} (agent {p.sender})" if p.sender_run else p.sender
+                self._print(f"  [magenta]✉ from {escape(who)}[/] {escape(p.content)}")
             case _:
                 pass
 

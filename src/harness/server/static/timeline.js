@@ -179,6 +179,16 @@ const HANDLERS = {
   run_waiting(p, env) {
     this.in(p).append(note("waiting", env.ts, `Waiting: ${p.reason}`));
   },
+  wait_ended(p, env) {
+    this.in(p).append(note("resumed", env.ts, `Waited ${p.waited_s}s: ${p.reason}`));
+  },
+  message_sent(p, env) {
+    this.in(p).append(note("message", env.ts, `Message to ${p.to_run}: ${cut(p.content, 200)}`));
+  },
+  message_received(p, env) {
+    const from = p.sender_run ? `${p.sender_run} (agent ${p.sender})` : p.sender;
+    this.in(p).append(note("message", env.ts, `Message from ${from}: ${cut(p.content, 200)}`));
+  },
   run_paused(p, env) { this.list.append(note("paused", env.ts, `Paused (${p.at})`)); },
   run_resumed(p, env) { this.list.append(note("resumed", env.ts, "Resumed")); },
   run_recovered(p, env) {

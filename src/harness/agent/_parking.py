@@ -64,8 +64,9 @@ class RunParking:
         self._parked = 0
         self._away = False
         """The run's slot is given up (while any of its calls is parked)."""
-        self._committing = asyncio.Lock()
-        """Parallel calls that park commit one after another: a sink commits one at a time."""
+        self._committing: asyncio.Lock | None = None
+        """Parallel calls that park commit one after another (a sink commits one at a time);
+        made by the first call that parks."""
 
     async def park(self, call_id: str, reason: str, until: Awaitable[T]) -> T:
         """Wait for `until` with the run WAITING_TOOL and its worker slot given up."""
@@ -74,7 +75,7 @@ class RunParking:
         self._parked += 1
         goes_on = False  # a pause or a cancel ends the run's execution: no slot to take back
         try:
-            async with self._committing:  # the call is on record before the slot goes
+            async with self._lock():  # the call is on record before the slot goes
                 await self._commit()
             result = await self._wait(until)
             goes_on = True
@@ -97,8 +98,13 @@ class RunParking:
                 )
             )
             if goes_on and self._parked == 0:
-                async with self._committing:  # RUNNING again, on record
+                async with self._lock():  # RUNNING again, on record
                     await self._commit()
+
+    def _lock(self) -> asyncio.Lock:
+        if self._committing is None:
+            self._committing = asyncio.Lock()
+        return self._committing
 
     async def _wait(self, until: Awaitable[T]) -> T:
         if self._slot is None:

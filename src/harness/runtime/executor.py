@@ -176,7 +176,8 @@ class RunExecutor:
         The free slots are held while the claim and its reads are in flight, so that a
         submit meanwhile (`reserve`) does not take one of them too.
         """
-        free = self._max - self._busy() - len(self._woken)
+        free = self._max - len(self._handles) + len(self._parked) - len(self._reserved)
+        free -= len(self._woken)
         if free <= 0:
             return
         self._claiming = free
@@ -184,7 +185,8 @@ class RunExecutor:
             new, history, messages = await self._claim_free(free)
         finally:
             self._claiming = 0
-            self._grant()
+            if self._woken:
+                self._grant()
         refused: list[str] = []
         for record in new:
             if record.run_id in self._handles:
@@ -282,7 +284,8 @@ class RunExecutor:
         submits cannot all see room. `False` when there is none; otherwise `launch` or
         `unreserve` gives the slot back.
         """
-        if self._busy() + len(self._woken) >= self._max:
+        busy = len(self._handles) - len(self._parked) + len(self._reserved) + self._claiming
+        if busy + len(self._woken) >= self._max:
             return False
         if not self._model_has_room(model):
             return False
@@ -320,7 +323,7 @@ class RunExecutor:
         self._running[model] += 1
         self._results[record.run_id] = asyncio.get_running_loop().create_future()
         if events:  # it ran before: a `mail` control may have gone to its previous owner
-            handle.mail.set()
+            handle.mail = True
         handle.task = asyncio.create_task(self._execute(record, handle, messages, events))
         for control in self._early.pop(record.run_id, ()):
             self._obey(control)
@@ -423,7 +426,7 @@ class RunExecutor:
             return
         payload = control.payload
         if control.kind == "mail":
-            handle.mail.set()
+            handle.note_mail()
         elif control.kind == "pause":
             handle.pause()
         elif control.kind == "cancel":
@@ -477,9 +480,10 @@ class RunExecutor:
         finally:
             self._handles.pop(record.run_id, None)
             model = self._models.pop(record.run_id, None)
-            if model is not None and record.run_id not in self._parked:
+            if record.run_id in self._parked:
+                self._parked.discard(record.run_id)  # its model's count was given up already
+            elif model is not None:
                 self._running[model] -= 1
-            self._parked.discard(record.run_id)
             self.own.discard(record.run_id)
             done = self._results.pop(record.run_id, None)
             if done is not None and not done.done():
@@ -487,7 +491,8 @@ class RunExecutor:
             if result is None:  # a finished run needs no lease; any other is handed back
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._store.release(self._owner, [record.run_id]))
-            self._grant()  # room for a woken run first,
+            if self._woken:
+                self._grant()  # room for a woken run first,
             self.wake()  # then for one that waits in the queue
 
     def _tell_waiter(self, run_id: str, error: StoreError) -> bool:
@@ -533,7 +538,7 @@ class RunExecutor:
             audit=self._audit or sink,
             results=StoredResults(self._store, sink),
             slot=_Slot(self, run_id, handle),
-            mailbox=RunMailbox(self._store, sink, run_id, agent=agent.name, arrived=handle.mail),
+            mailbox=RunMailbox(self._store, sink, run_id, agent=agent.name, handle=handle),
         )
         left = _left_off(events or ())
         if left.not_started:

@@ -2,7 +2,7 @@
 
 A message is kept in the store's `inbox` table (`EventStore.post_message`), which in the
 same transaction queues a `mail` control for the run's owner. The owner's control reader
-(`RunExecutor`) sets the run's `RunHandle.mail` flag; only then does the run read its
+(`RunExecutor`) sets the run's `RunHandle.mail` flag (`note_mail`); only then does the run read its
 inbox, at its next step boundary (or in `wait_for_message`): a run without mail never
 reads the store for it. A message read is handed to the `StoreSink`, which marks it
 delivered in the transaction of the step that carries it into the run's history, so each
@@ -21,6 +21,7 @@ import time
 
 from harness.core.events import MessageReceived, MessageSent, summarize
 from harness.errors import ConfigError, RunError, StoreConflict, ToolError
+from harness.runtime.runs import RunHandle
 from harness.runtime.sink import StoreSink
 from harness.store.protocol import EventStore, InboxMessage, NewMail
 from harness.tools.context import Letter, check_content
@@ -64,25 +65,28 @@ class RunMailbox:
             `message_received` / `message_sent` are reported there.
         run_id: The run.
         agent: The run's agent, named as the sender of what the run sends.
-        arrived: Set when a message may have arrived (the run's `RunHandle.mail`).
+        handle: The run's handle: its `mail` flag says when a message may have arrived.
     """
 
     def __init__(
-        self, store: EventStore, sink: StoreSink, run_id: str, *, agent: str, arrived: asyncio.Event
+        self, store: EventStore, sink: StoreSink, run_id: str, *, agent: str, handle: RunHandle
     ) -> None:
         self._store, self._sink, self._run_id, self._agent = store, sink, run_id, agent
-        self._arrived = arrived
+        self._handle = handle
         self._taken: set[int] = set()
         """Messages read by this execution: delivered with the next commit, never read twice."""
 
     @property
     def has_mail(self) -> bool:
         """Whether a message may have arrived since the inbox was last read."""
-        return self._arrived.is_set()
+        return self._handle.mail
 
     async def take(self, call_id: str | None = None) -> list[Letter]:
         """The messages not delivered yet; they are delivered with the run's next commit."""
-        self._arrived.clear()  # one that arrives during the read sets it again
+        handle = self._handle
+        handle.mail = False  # one that arrives during the read sets it again
+        if handle.mail_arrived is not None:
+            handle.mail_arrived.clear()
         unread = [m for m in await self._store.inbox(self._run_id) if m.id not in self._taken]
         for message in unread:
             self._taken.add(message.id)
@@ -92,11 +96,15 @@ class RunMailbox:
 
     async def wait(self, call_id: str, deadline: float) -> list[Letter]:
         """The messages as soon as some arrive, or `[]` at `deadline` (epoch seconds)."""
+        handle = self._handle
+        arrived = handle.mail_arrived = handle.mail_arrived or asyncio.Event()
+        if handle.mail:
+            arrived.set()
         while (left := deadline - time.time()) > 0:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(left):
-                    await self._arrived.wait()
-            if self._arrived.is_set() and (letters := await self.take(call_id)):
+                    await arrived.wait()
+            if handle.mail and (letters := await self.take(call_id)):
                 return letters
         return []
 

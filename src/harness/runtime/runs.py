@@ -41,10 +41,18 @@ class RunHandle:
     cancel_reason: str | None = None
     cancelled_by: str | None = None
     approvals: dict[str, asyncio.Future[ApprovalDecision]] = field(default_factory=lambda: {})
-    holds: set[asyncio.Future[None]] = field(default_factory=lambda: set())
-    """Parked calls' waits (`hold`), each ended early by a pause."""
-    mail: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when the run's inbox may hold a message it has not read (a `mail` control)."""
+    holds: set[asyncio.Future[None]] | None = None
+    """Parked calls' waits (`hold`), each ended early by a pause; made by the first."""
+    mail: bool = False
+    """Whether the run's inbox may hold a message it has not read (a `mail` control came)."""
+    mail_arrived: asyncio.Event | None = None
+    """Set with `mail`, for a call that waits for a message; made by the first such wait."""
+
+    def note_mail(self) -> None:
+        """A message may have arrived in the run's inbox."""
+        self.mail = True
+        if self.mail_arrived is not None:
+            self.mail_arrived.set()
 
     async def hold(self, until: Awaitable[T]) -> T:
         """Await a parked call's `until`, unless a pause comes first.
@@ -57,11 +65,12 @@ class RunHandle:
         paused = asyncio.get_running_loop().create_future()
         if self.pause_requested:
             paused.set_result(None)
-        self.holds.add(paused)
+        holds = self.holds = self.holds or set()
+        holds.add(paused)
         try:
             await asyncio.wait((waiting, paused), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            self.holds.discard(paused)
+            holds.discard(paused)
             if not waiting.done():
                 waiting.cancel()
         if waiting.done() and not waiting.cancelled():
@@ -96,7 +105,7 @@ class RunHandle:
         for future in self.approvals.values():
             if not future.done():
                 future.set_exception(_paused_while_waiting(self.run_id))
-        for held in self.holds:
+        for held in self.holds or ():
             if not held.done():
                 held.set_result(None)
 

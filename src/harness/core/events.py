@@ -533,7 +533,7 @@ class RunWaiting(EventPayload):
     step: int
     """The step."""
     reason: str
-    """What it waits for: `approval`."""
+    """What it waits for: `approval`, or the reason a parked tool call gives (`message`)."""
     call_id: str
     """The call waiting."""
 
@@ -544,7 +544,7 @@ class RunPaused(EventPayload):
 
     type: ClassVar[EventType] = "run_paused"
     at: str
-    """Where: `step boundary` or `approval`."""
+    """Where: `step boundary`, `approval`, or `wait` (a parked tool call)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

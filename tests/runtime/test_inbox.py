@@ -125,6 +125,23 @@ async def test_a_parked_run_lets_another_run_take_its_slot(tmp_path: Path) -> No
     assert received.call_id == "w1"
 
 
+async def test_a_parked_run_does_not_count_against_its_models_limit(tmp_path: Path) -> None:
+    waiter = Agent(
+        name="waiter", model=FunctionModel(_waits(60), name="m1"), tools=["wait_for_message"]
+    )
+    quick = Agent(name="quick", model=FunctionModel(lambda _r: reply("quick"), name="m1"))
+    async with Harness(
+        Settings(home=tmp_path), max_concurrent=10, model_limits={"m1": 1}, control_poll_s=0.02
+    ) as h:
+        waiting = await h.submit(waiter, "wait")
+        await state_of(h, waiting, "WAITING_TOOL")
+        async with asyncio.timeout(10):  # it never starts if the parked run held the model
+            assert (await h.run(quick, "answer")).output == "quick"
+        await h.send(waiting, "done waiting")
+        result = await h.wait(waiting, timeout=10)
+    assert result.output == "heard: [message from user]: done waiting"
+
+
 async def test_parallel_parked_calls_keep_the_run_waiting_until_the_last_ends(
     tmp_path: Path,
 ) -> None:
@@ -148,11 +165,13 @@ async def test_parallel_parked_calls_keep_the_run_waiting_until_the_last_ends(
     async with Harness(Settings(home=tmp_path), agents=(holder, quick), max_concurrent=1) as h:
         held = await h.submit(holder, "hold")
         await state_of(h, held, "WAITING_TOOL")
-        assert (await h.run(quick, "first")).output == "one"
+        async with asyncio.timeout(10):
+            assert (await h.run(quick, "first")).output == "one"
         gates["a"].set()
         await asyncio.sleep(0.1)
         assert (await h.get(held)).state == "WAITING_TOOL"  # b still waits
-        assert (await h.run(quick, "second")).output == "two"
+        async with asyncio.timeout(10):
+            assert (await h.run(quick, "second")).output == "two"
         gates["b"].set()
         result = await h.wait(held, timeout=10)
         events = await events_of(h, held)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, Harness, Message, ModelRequest, tool
+from harness.agent.loop import AgentLoop
 from harness.cli.render import LiveRenderer
 from harness.core.events import (
     MessageReceived,
@@ -23,9 +24,10 @@ from harness.core.events import (
 )
 from harness.errors import ConfigError, RunError
 from harness.observability.spans import TraceBuilder
-from harness.runtime import Settings
+from harness.runtime import EventBus, RunRecorder, Settings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
-from harness.tools import ToolContext
+from harness.tools import ToolContext, Toolset
+from harness.tools.builtin import builtin_tool
 from harness.tools.context import MAX_MESSAGE_CHARS
 
 sys.path.insert(0, str(Path(__file__).parent / "processes"))
@@ -284,25 +286,29 @@ async def test_send_message_to_a_missing_run_tells_the_model(tmp_path: Path) -> 
 async def test_a_message_tool_outside_a_harness_says_it_has_no_inbox() -> None:
     model = ScriptedModel([reply(None, call("wait_for_message", {"timeout_s": 1})), reply("ok")])
     agent = Agent(name="alone", model=model, tools=["wait_for_message"])
-    from harness.agent.loop import AgentLoop
-    from harness.tools import Toolset
-    from harness.tools.builtin import builtin_tool
-
-    class Sink:
-        def emit(self, payload: object) -> None: ...
-        def message(self, message: Message) -> None: ...
-        def report_usage(self, total: object) -> None: ...
-        async def commit(self) -> None: ...
-        async def checkpoint(self) -> None: ...
-        async def boundary(self) -> None: ...
-        async def announce(self) -> None: ...
-
-    loop = AgentLoop(
-        agent, model=model, toolset=Toolset([builtin_tool("wait_for_message")]), sink=Sink()
-    )
+    toolset = Toolset([builtin_tool("wait_for_message")])
+    loop = AgentLoop(agent, model=model, toolset=toolset, sink=RunRecorder("run_x", EventBus()))
     result = await loop.run("run_x", [Message.user("wait")])
     tool_message = next(m for m in result.messages if m.role == "tool")
     assert "This run has no inbox" in (tool_message.content or "")
+
+
+async def test_a_loop_without_a_runtime_reports_a_parked_wait() -> None:
+    @tool(side_effects="idempotent")
+    async def later(ctx: ToolContext) -> str:
+        """Wait a moment, parked."""
+        return await ctx.park("a moment", asyncio.sleep(0.01, result="later"))
+
+    model = ScriptedModel([reply(None, call("later", {}, id="l1")), reply("ok")])
+    agent = Agent(name="alone", model=model, tools=[later])
+    sink = RunRecorder("run_x", EventBus())
+    loop = AgentLoop(agent, model=model, toolset=Toolset([later]), sink=sink)
+    result = await loop.run("run_x", [Message.user("wait")])
+    assert next(m.content for m in result.messages if m.role == "tool") == "later"
+    (waiting,) = payloads(sink.events, RunWaiting)
+    assert (waiting.step, waiting.reason, waiting.call_id) == (1, "a moment", "l1")
+    (ended,) = payloads(sink.events, WaitEnded)
+    assert (ended.step, ended.call_id, ended.waiting) == (1, "l1", 0)
 
 
 async def test_pausing_a_parked_run_and_resuming_it_waits_again(tmp_path: Path) -> None:

@@ -79,7 +79,6 @@ class RunParking:
                 await self._commit()
             result = await self._wait(until)
             goes_on = True
-            return result
         except RunInterrupted:
             raise
         except Exception:
@@ -97,9 +96,10 @@ class RunParking:
                     step=step, reason=reason, call_id=call_id, waited_s=waited, waiting=self._parked
                 )
             )
-            if goes_on and self._parked == 0:
-                async with self._lock():  # RUNNING again, on record
-                    await self._commit()
+        if self._parked == 0:
+            async with self._lock():  # RUNNING again, on record
+                await self._commit()
+        return result
 
     def _lock(self) -> asyncio.Lock:
         if self._committing is None:

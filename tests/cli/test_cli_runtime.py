@@ -153,3 +153,32 @@ def test_unknown_runs_are_clear_errors(tmp_path: Path) -> None:
         assert done.returncode == 2
         assert "no run run_x" in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_harness_send_wakes_a_run_waiting_for_a_message(tmp_path: Path, worker: None) -> None:
+    replies = [FakeReply.tool_call("wait_for_message", {"timeout_s": 120}), FakeReply.text("heard")]
+    with FakeOpenAIServer(replies) as server:
+        run_id = detach(tmp_path, server.base_url, "listen", "--tools", "wait_for_message")
+        wait_state(tmp_path, run_id, "WAITING_TOOL")
+        sent = cli(tmp_path, "send", run_id, "the tests pass", "--sender", "alice")
+        assert sent.returncode == 0, sent.stderr
+        assert sent.stdout.startswith("message ")
+        assert sent.stdout.strip().endswith(f"sent to {run_id}")
+        record = wait_state(tmp_path, run_id, "COMPLETED", "FAILED")
+        last = server.requests[-1].body["messages"]
+    assert record["result"] == "heard"
+    assert last[-1]["role"] == "tool"
+    assert last[-1]["content"] == "[message from alice]: the tests pass"
+    finished = cli(tmp_path, "send", run_id, "too late")
+    assert finished.returncode == 2
+    assert f"run {run_id} is COMPLETED: a finished run reads no more messages" in finished.stderr
+
+
+def test_harness_send_refuses_bad_input_clearly(tmp_path: Path) -> None:
+    unknown = cli(tmp_path, "send", "run_x", "hello")
+    assert unknown.returncode == 2
+    assert "cannot send to run run_x: there is no run run_x" in unknown.stderr
+    empty = cli(tmp_path, "send", "run_x", " ")
+    assert empty.returncode == 2
+    assert "the message is empty" in empty.stderr
+    assert "Traceback" not in unknown.stderr + empty.stderr

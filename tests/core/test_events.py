@@ -29,6 +29,8 @@ from harness.core.events import (
     EventType,
     Handoff,
     HintInjected,
+    MessageReceived,
+    MessageSent,
     ModelCalled,
     ModelDelta,
     ModelFallback,
@@ -51,6 +53,7 @@ from harness.core.events import (
     ToolCallRef,
     ToolCompleted,
     ToolStarted,
+    WaitEnded,
 )
 from harness.core.usage import Usage
 
@@ -191,6 +194,20 @@ EMITTED: list[tuple[EventPayload, str]] = [
     (
         RunWaiting(step=1, reason="approval", call_id="c1"),
         '{"step":1,"reason":"approval","call_id":"c1"}',
+    ),
+    (
+        WaitEnded(step=2, reason="message", call_id="c2", waited_s=1.5, waiting=0),
+        '{"step":2,"reason":"message","call_id":"c2","waited_s":1.5,"waiting":0}',
+    ),
+    (
+        MessageSent(to_run="run_b", message_id=7, call_id="c3", content="hello"),
+        '{"to_run":"run_b","message_id":7,"call_id":"c3","content":"hello"}',
+    ),
+    (
+        MessageReceived(
+            message_id=7, sender="coder", sender_run="run_a", call_id=None, content="hello"
+        ),
+        '{"message_id":7,"sender":"coder","sender_run":"run_a","call_id":null,"content":"hello"}',
     ),
     (
         ApprovalDecided(step=1, call_id="c1", approved=False, by="user:x", reason="no"),

@@ -138,7 +138,8 @@ async def test_depth_and_children_limits_refuse_with_a_tool_error(tmp_path: Path
     assert "mid" in answers["t1"]
     # t2 and t3 run side by side: whichever asks second is the third child, refused
     leaves = sorted(answers[call_id] for call_id in ("t2", "t3"))
-    assert "max_children" in leaves[0] and "this run started 2 already" in leaves[0]
+    assert "max_children" in leaves[0]
+    assert "this run started 2 already" in leaves[0]
     assert leaves[1] == "leaf done"
     refused = next(m.content or "" for m in middle_messages if m.role == "tool")
     assert "at most 1 deep (max_depth)" in refused

@@ -54,6 +54,7 @@ from harness.gateway.model import (
 )
 from harness.memory import TokenCounter, WindowManager
 from harness.tools import Toolset
+from harness.tools.context import Mailbox
 from harness.tools.toolset import ToolOutcome
 
 __all__ = ["EMPTY_REPLY_NUDGE", "EMPTY_TEXT_NUDGE", "NO_USAGE", "UNKNOWN_OUTCOME", "ActiveRun"]
@@ -102,6 +103,8 @@ class ActiveRun:
         finish: Decides on a final answer offered by the strategy.
         handoffs: Takes the steps that hand over to another agent; `None` when the agent
             has no handoffs (or runs without a runtime to switch agents).
+        mailbox: The run's inbox; messages that arrived join the conversation at the start
+            of each step (as `user` messages that name their sender).
     """
 
     def __init__(
@@ -119,12 +122,14 @@ class ActiveRun:
         usage: Usage,
         finish: Finisher,
         handoffs: HandoffStep | None = None,
+        mailbox: Mailbox | None = None,
     ) -> None:
         self.run_id, self._spec, self._model, self._toolset = run_id, spec, model, toolset
         self._model_name = model.name
         self._sink, self._runner, self._stream, self._clock = sink, runner, stream, clock
         self._messages, self._usage, self._finish = messages, usage, finish
         self._handoffs = handoffs
+        self._mailbox = mailbox
         self.window: WindowManager | None = None
         """Keeps each request within the model's context window; `None` sends the whole
         conversation every time."""
@@ -228,6 +233,8 @@ class ActiveRun:
         """`respond`, and the calls dropped from a reply on a turn without tools."""
         self._steps += 1
         self._sink.emit(StepStarted(step=self._steps, wrap_up=wrap_up, reason=reason))
+        if self._mailbox is not None and self._mailbox.has_mail:
+            await self._read_mail(self._mailbox)
         response = await self._call_model(tools, answer)
         message = response.message
         dropped = () if tools else message.tool_calls
@@ -235,6 +242,11 @@ class ActiveRun:
             message = dataclasses.replace(message, tool_calls=())
         message = self.append(message, reported=response.usage.output_tokens)
         return message, dropped
+
+    async def _read_mail(self, mailbox: Mailbox) -> None:
+        """Add the messages that arrived to the conversation; they commit with this step."""
+        for letter in await mailbox.take():
+            self.say(letter.render())
 
     async def _unusable(self, tools: bool, answer: bool, dropped: Sequence[ToolCall]) -> Turn:
         """A reply with neither text nor a call that can run: say so, count it as a failure."""

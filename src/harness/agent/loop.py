@@ -21,6 +21,7 @@ import asyncio
 from collections.abc import Collection, Sequence
 
 from harness.agent._answers import AnswerChecks
+from harness.agent._parking import RunParking, WorkerSlot
 from harness.agent._turns import EMPTY_REPLY_NUDGE, NO_USAGE, UNKNOWN_OUTCOME, ActiveRun
 from harness.agent.handoff import AgentSwitch, HandedOff, HandoffStep, carried
 from harness.agent.spec import AgentSpec
@@ -46,6 +47,7 @@ from harness.memory import ContextState, WindowManager
 from harness.tools import ChildRuns, MemoryResultStore, ResultStore, ToolContext, Toolset
 from harness.tools.approvals import ApprovalHandler
 from harness.tools.audit import AuditLog
+from harness.tools.context import Mailbox
 
 __all__ = ["EMPTY_REPLY_NUDGE", "UNKNOWN_OUTCOME", "AgentLoop"]
 
@@ -72,6 +74,10 @@ class AgentLoop:
         handoffs: The runtime's side of handoffs; without it an agent's `handoffs` are
             not offered.
         children: Starts child runs for agent tools (`ToolContext.children`); the runtime's.
+        slot: The runtime's worker slot of the run, given up while a tool call is parked
+            (`ToolContext.park`); without it a parked call only reports its wait.
+        mailbox: The run's inbox: its messages join the conversation at step boundaries,
+            and the message tools reach it.
     """
 
     def __init__(
@@ -88,9 +94,12 @@ class AgentLoop:
         clock: Clock | None = None,
         handoffs: AgentSwitch | None = None,
         children: ChildRuns | None = None,
+        slot: WorkerSlot | None = None,
+        mailbox: Mailbox | None = None,
     ) -> None:
         self._given = (spec, model, toolset)
         self._spec, self._model, self._toolset = spec, model, toolset
+        self._slot, self._mailbox = slot, mailbox
         self._sink, self._stream = sink, stream
         self._approver, self._audit = approver, audit
         self._results = results or MemoryResultStore()
@@ -213,11 +222,14 @@ class AgentLoop:
         return None if policy is None else WindowManager(policy, state=state)
 
     def _active_run(self, run_id: str, messages: list[Message], usage: Usage) -> ActiveRun:
+        parking = RunParking(self._sink, self._sink.commit, self._slot)
         context = ToolContext(
             run_id=run_id,
             workspace=self._spec.workspace,
             results=self._results,
             children=self._children,
+            parking=parking,
+            mailbox=self._mailbox,
         )
         runner = ToolCallRunner(
             self._toolset,
@@ -227,6 +239,7 @@ class AgentLoop:
             audit=self._audit,
             context=context,
             checkpoint=self._sink.commit,
+            parking=parking,
         )
         switch = self._switch
         tools = switch.tools(self._spec) if switch is not None else None
@@ -243,6 +256,7 @@ class AgentLoop:
             usage=usage,
             finish=self._finish,
             handoffs=None if switch is None or tools is None else HandoffStep(switch, tools),
+            mailbox=self._mailbox,
         )
 
     async def _finish(self, run: ActiveRun, text: str) -> Answer | None:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from harness.agent._parking import RunParking
 from harness.core.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -53,6 +54,8 @@ class ToolCallRunner:
         approver: Asked when a call needs approval; without one, such calls are denied.
         audit: Receives one record per call, when given.
         context: The base context handed to tools (run id, workspace, result store).
+        checkpoint: Commits what was recorded so far.
+        parking: Parks calls that wait for something outside the run (told each step).
     """
 
     def __init__(
@@ -65,14 +68,18 @@ class ToolCallRunner:
         audit: AuditLog | None,
         context: ToolContext,
         checkpoint: Callable[[], Awaitable[None]] | None = None,
+        parking: RunParking | None = None,
     ) -> None:
         self._toolset, self._sink, self._policy = toolset, sink, policy
+        self._parking = parking
         self._approver = approver or deny_all
         self._audit, self._context = audit, context
         self._checkpoint = checkpoint or _nothing
 
     async def run(self, step: int, calls: Sequence[ToolCall], limits: Limits) -> list[ToolOutcome]:
         """Run every call of one assistant message; failures become `tool` messages."""
+        if self._parking is not None:
+            self._parking.step = step
         for call in calls:
             self._sink.emit(
                 ToolStarted(

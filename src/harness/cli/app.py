@@ -394,7 +394,17 @@ def main() -> None:
     """Entry point of the `harness` console script."""
     import importlib
 
-    for commands in ("agents", "cost", "experiments", "models", "runs", "serve", "stats", "tree"):
+    for commands in (
+        "agents",
+        "cost",
+        "experiments",
+        "models",
+        "runs",
+        "send",
+        "serve",
+        "stats",
+        "tree",
+    ):
         importlib.import_module(f"harness.cli.{commands}")  # each adds its commands to `app`
 
     app()

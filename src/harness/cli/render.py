@@ -23,12 +23,15 @@ from harness.core.events import (
     CompletionChecked,
     ContextCompacted,
     Handoff,
+    MessageReceived,
+    MessageSent,
     ModelDelta,
     ModelResponded,
     RunEvent,
     RunFailed,
     RunFinished,
     RunStarted,
+    RunWaiting,
     StepStarted,
     ToolCompleted,
     ToolStarted,
@@ -118,6 +121,13 @@ class LiveRenderer:
                 self._print(f"  [blue]↳ child {p.child_run_id}[/] {escape(p.agent)}{again}")
             case ChildFinished() as p:
                 self._print(f"  [blue]↲ child {p.child_run_id}[/] {p.state.lower()}")
+            case RunWaiting(reason=reason) if reason != "approval":
+                self._print(f"  [dim]… waiting: {escape(reason)}[/]")
+            case MessageSent(to_run=to, content=content):
+                self._print(f"  [magenta]✉ to {escape(to)}[/] {escape(content)}")
+            case MessageReceived() as p:
+                who = f"{p.sender_run} (agent {p.sender})" if p.sender_run else p.sender
+                self._print(f"  [magenta]✉ from {escape(who)}[/] {escape(p.content)}")
             case _:
                 pass
 

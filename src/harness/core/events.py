@@ -42,6 +42,8 @@ __all__ = [
     "EventType",
     "Handoff",
     "HintInjected",
+    "MessageReceived",
+    "MessageSent",
     "ModelCalled",
     "ModelDelta",
     "ModelFallback",
@@ -65,6 +67,7 @@ __all__ = [
     "ToolCallRef",
     "ToolCompleted",
     "ToolStarted",
+    "WaitEnded",
     "payloads",
     "summarize",
 ]
@@ -98,6 +101,9 @@ EventType = Literal[
     "handoff",
     "child_started",
     "child_finished",
+    "wait_ended",
+    "message_sent",
+    "message_received",
 ]
 """Every event type. Types may be added; they are never renamed."""
 
@@ -137,7 +143,7 @@ def _from_text_unrecorded(payload: Any, _value: Any) -> bool:
 
 
 class EventPayload:
-    """The details of one event: the base of the 26 event classes."""
+    """The details of one event: the base of the event classes."""
 
     __slots__ = ()
     type: ClassVar[EventType]
@@ -533,7 +539,7 @@ class RunWaiting(EventPayload):
     step: int
     """The step."""
     reason: str
-    """What it waits for: `approval`."""
+    """What it waits for: `approval`, or the reason a parked tool call gives (`message`)."""
     call_id: str
     """The call waiting."""
 
@@ -544,7 +550,7 @@ class RunPaused(EventPayload):
 
     type: ClassVar[EventType] = "run_paused"
     at: str
-    """Where: `step boundary` or `approval`."""
+    """Where: `step boundary`, `approval`, or `wait` (a parked tool call)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -671,6 +677,59 @@ class ChildFinished(EventPayload):
     never in its own)."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WaitEnded(EventPayload):
+    """A tool call that waited for something outside the run (`run_waiting`) goes on.
+
+    The run is RUNNING again once no other call of its step still waits (`waiting` is 0).
+    """
+
+    type: ClassVar[EventType] = "wait_ended"
+    step: int
+    """The step."""
+    reason: str
+    """What it waited for, as its `run_waiting` said."""
+    call_id: str
+    """The call that waited."""
+    waited_s: float
+    """How long it waited, in seconds."""
+    waiting: int
+    """Calls of the run that still wait."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MessageSent(EventPayload):
+    """The run sent a message to another run's inbox (the `send_message` tool)."""
+
+    type: ClassVar[EventType] = "message_sent"
+    to_run: str
+    """The run it was sent to."""
+    message_id: int
+    """The message's id in the store's inbox."""
+    call_id: str
+    """The call that sent it."""
+    content: str
+    """What it said, summarized."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MessageReceived(EventPayload):
+    """A message from the run's inbox was added to its conversation (delivered once)."""
+
+    type: ClassVar[EventType] = "message_received"
+    message_id: int
+    """The message's id in the store's inbox."""
+    sender: str
+    """Who sent it: a person (`user`), or the agent of the run that sent it."""
+    sender_run: str | None
+    """The run that sent it, when a run did."""
+    call_id: str | None
+    """The `wait_for_message` call whose result holds it; `None`: a user message at a step
+    boundary."""
+    content: str
+    """What it said, summarized."""
+
+
 EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
     cls.type: cls
     for cls in (
@@ -702,6 +761,9 @@ EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
         Handoff,
         ChildStarted,
         ChildFinished,
+        WaitEnded,
+        MessageSent,
+        MessageReceived,
     )
 }
 """The payload class of each event type."""

@@ -15,10 +15,10 @@ import dataclasses
 import logging
 import math
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from harness.agent.loop import AgentLoop
 from harness.core.events import (
@@ -41,6 +41,7 @@ from harness.memory import ContextState
 from harness.runtime._catalog import AgentCatalog
 from harness.runtime._handoffs import RunHandoffs
 from harness.runtime.bus import EventBus
+from harness.runtime.inbox import RunMailbox
 from harness.runtime.resources import AgentResources
 from harness.runtime.results import StoredResults
 from harness.runtime.runs import RunHandle, result_data
@@ -108,6 +109,12 @@ class RunExecutor:
         """Models of runs being created to start here at once (see `reserve`)."""
         self._claiming = 0
         """Slots held by the claim in flight (see `_claim`)."""
+        self._parked: set[str] = set()
+        """Runs here whose slot is given up: a tool call of theirs is parked
+        (`ToolContext.park`), or it ended and they wait in `_woken` for a slot."""
+        self._woken: deque[tuple[str, asyncio.Future[None]]] = deque()
+        """Parked runs whose wait ended, oldest first: they get the next free slots, before
+        any new run is claimed or started."""
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.streaming: Counter[str] = Counter()
@@ -175,7 +182,8 @@ class RunExecutor:
         The free slots are held while the claim and its reads are in flight, so that a
         submit meanwhile (`reserve`) does not take one of them too.
         """
-        free = self._max - len(self._handles) - len(self._reserved)
+        free = self._max - len(self._handles) + len(self._parked) - len(self._reserved)
+        free -= len(self._woken)
         if free <= 0:
             return
         self._claiming = free
@@ -183,6 +191,8 @@ class RunExecutor:
             new, history, messages = await self._claim_free(free)
         finally:
             self._claiming = 0
+            if self._woken:
+                self._grant()
         refused: list[str] = []
         for record in new:
             if record.run_id in self._handles:
@@ -280,7 +290,8 @@ class RunExecutor:
         submits cannot all see room. `False` when there is none; otherwise `launch` or
         `unreserve` gives the slot back.
         """
-        if len(self._handles) + len(self._reserved) + self._claiming >= self._max:
+        busy = len(self._handles) - len(self._parked) + len(self._reserved) + self._claiming
+        if busy + len(self._woken) >= self._max:
             return False
         if not self._model_has_room(model):
             return False
@@ -317,9 +328,55 @@ class RunExecutor:
         self._models[record.run_id] = model
         self._running[model] += 1
         self._results[record.run_id] = asyncio.get_running_loop().create_future()
+        if events:  # it ran before: a `mail` control may have gone to its previous owner
+            handle.mail = True
         handle.task = asyncio.create_task(self._execute(record, handle, messages, events))
         for control in self._early.pop(record.run_id, ()):
             self._obey(control)
+
+    def _busy(self) -> int:
+        """Slots taken: runs executing here (not parked), being created, being claimed."""
+        return len(self._handles) - len(self._parked) + len(self._reserved) + self._claiming
+
+    def give_up(self, run_id: str) -> None:
+        """A run of this process waits (a parked call): its slot goes to another run."""
+        if run_id not in self._handles or run_id in self._parked:
+            return
+        self._parked.add(run_id)
+        self._running[self._models.get(run_id, "")] -= 1
+        self._grant()
+        self.wake()
+
+    async def take_back(self, run_id: str) -> None:
+        """Wait until the parked run `run_id` has a slot again (woken runs first, in order)."""
+        if run_id not in self._parked:
+            return
+        granted = asyncio.get_running_loop().create_future()
+        entry = (run_id, granted)
+        self._woken.append(entry)
+        self._grant()
+        try:
+            await granted
+        except asyncio.CancelledError:
+            with contextlib.suppress(ValueError):
+                self._woken.remove(entry)
+            raise
+
+    def _grant(self) -> None:
+        """Give free slots to woken runs, oldest first (a run whose model is full waits)."""
+        while self._woken and self._busy() < self._max:
+            entry = next(
+                (e for e in self._woken if self._model_has_room(self._models.get(e[0]))), None
+            )
+            if entry is None:
+                return
+            self._woken.remove(entry)
+            run_id, granted = entry
+            if run_id in self._parked:
+                self._parked.discard(run_id)
+                self._running[self._models.get(run_id, "")] += 1
+            if not granted.done():
+                granted.set_result(None)
 
     def _runnable(self, record: RunRecord) -> bool:
         if not self._adopt and record.run_id not in self.own:
@@ -374,7 +431,9 @@ class RunExecutor:
             self._early.setdefault(control.run_id, []).append(control)
             return
         payload = control.payload
-        if control.kind == "pause":
+        if control.kind == "mail":
+            handle.note_mail()
+        elif control.kind == "pause":
             handle.pause()
         elif control.kind == "cancel":
             handle.cancelled_by = str(payload.get("by") or "unknown")
@@ -427,7 +486,9 @@ class RunExecutor:
         finally:
             self._handles.pop(record.run_id, None)
             model = self._models.pop(record.run_id, None)
-            if model is not None:
+            if record.run_id in self._parked:
+                self._parked.discard(record.run_id)  # its model's count was given up already
+            elif model is not None:
                 self._running[model] -= 1
             self.own.discard(record.run_id)
             done = self._results.pop(record.run_id, None)
@@ -436,7 +497,9 @@ class RunExecutor:
             if result is None:  # a finished run needs no lease; any other is handed back
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._store.release(self._owner, [record.run_id]))
-            self.wake()  # room for a run that waits
+            if self._woken:
+                self._grant()  # room for a woken run first,
+            self.wake()  # then for one that waits in the queue
 
     def _tell_waiter(self, run_id: str, error: StoreError) -> bool:
         """Fail the local wait for the run's result with `error`; `False` if none waits."""
@@ -485,6 +548,8 @@ class RunExecutor:
             if agent.handoffs
             else None,
             children=self._children(record, sink, handle) if self._children else None,
+            slot=_Slot(self, run_id, handle),
+            mailbox=RunMailbox(self._store, sink, run_id, agent=agent.name, handle=handle),
         )
         left = _left_off(events or ())
         if left.not_started:
@@ -601,6 +666,30 @@ class RunExecutor:
     def _publish(self, events: list[RunEvent]) -> None:
         for event in events:
             self._bus.publish(event)
+
+
+T = TypeVar("T")
+
+
+class _Slot:
+    """The `WorkerSlot` of one run: its executor's slot, and its handle's pauses."""
+
+    __slots__ = ("_executor", "_handle", "_run_id")
+
+    def __init__(self, executor: RunExecutor, run_id: str, handle: RunHandle) -> None:
+        self._executor, self._run_id, self._handle = executor, run_id, handle
+
+    def give_up(self) -> None:
+        """Let another run have the slot while this one waits."""
+        self._executor.give_up(self._run_id)
+
+    async def take_back(self) -> None:
+        """Wait for a slot again."""
+        await self._executor.take_back(self._run_id)
+
+    async def hold(self, until: Awaitable[T]) -> T:
+        """Await `until` unless a pause comes first (`RunInterrupted`)."""
+        return await self._handle.hold(until)
 
 
 async def _no_events() -> list[RunEvent]:

@@ -627,6 +627,30 @@ class Harness:
         """
         await self._decide(run_id, call_id, "deny", by=by, reason=reason)
 
+    async def send(self, run_id: str, content: str, *, sender: str = "user") -> int:
+        """Put a message in a run's inbox; the run reads it at its next step boundary.
+
+        The run sees it as a `user` message that names its sender (`[message from
+        user]: …`), once, whichever process executes it; a run parked in
+        `wait_for_message` wakes for it. From any process.
+
+        Args:
+            run_id: The run to send to (any unfinished state: queued, running, waiting,
+                paused).
+            content: The message: 1 to 20,000 characters.
+            sender: Who sends it, as the run is told.
+
+        Returns:
+            The message's id in the inbox.
+
+        Raises:
+            RunError: There is no such run, or it has ended.
+            ConfigError: The content is empty or too long, or `sender` is empty.
+        """
+        from harness.runtime.inbox import post_message
+
+        return await post_message(self.store, run_id, content, sender=sender)
+
     async def pending_approvals(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """Tool calls waiting for a decision: of one run, or of every waiting run.
 

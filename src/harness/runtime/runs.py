@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.agent.spec import AgentSpec
 from harness.core.codec import result_to_dict
@@ -25,6 +25,8 @@ from harness.tools.approvals import (
 
 __all__ = ["RunHandle", "agent_from_metadata", "agent_metadata", "result_data"]
 
+T = TypeVar("T")
+
 
 @dataclass(kw_only=True, slots=True)
 class RunHandle:
@@ -34,7 +36,8 @@ class RunHandle:
     task: asyncio.Task[None] | None = None
     pause_requested: bool = False
     paused_at: str = "step boundary"
-    """Where a pause stopped the run: at a step boundary, or while it waited for approval."""
+    """Where a pause stopped the run: at a step boundary, while it waited for approval, or
+    while a parked tool call waited (`wait`)."""
     cancel_reason: str | None = None
     cancelled_by: str | None = None
     approvals: dict[str, asyncio.Future[ApprovalDecision]] = field(default_factory=lambda: {})
@@ -42,6 +45,42 @@ class RunHandle:
     """Calls of agent tools of the run that wait for their child runs now."""
     paused_for_children: bool = False
     """A pause stopped the run while it waited for children (its task was cancelled)."""
+    holds: set[asyncio.Future[None]] | None = None
+    """Parked calls' waits (`hold`), each ended early by a pause; made by the first."""
+    mail: bool = False
+    """Whether the run's inbox may hold a message it has not read (a `mail` control came)."""
+    mail_arrived: asyncio.Event | None = None
+    """Set with `mail`, for a call that waits for a message; made by the first such wait."""
+
+    def note_mail(self) -> None:
+        """A message may have arrived in the run's inbox."""
+        self.mail = True
+        if self.mail_arrived is not None:
+            self.mail_arrived.set()
+
+    async def hold(self, until: Awaitable[T]) -> T:
+        """Await a parked call's `until`, unless a pause comes first.
+
+        Raises:
+            RunInterrupted: A pause was asked for (before or during the wait): the run
+                pauses here, and the call runs again on resume.
+        """
+        waiting = asyncio.ensure_future(until)
+        paused = asyncio.get_running_loop().create_future()
+        if self.pause_requested:
+            paused.set_result(None)
+        holds = self.holds = self.holds or set()
+        holds.add(paused)
+        try:
+            await asyncio.wait((waiting, paused), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            holds.discard(paused)
+            if not waiting.done():
+                waiting.cancel()
+        if waiting.done() and not waiting.cancelled():
+            return waiting.result()
+        self.paused_at = "wait"
+        raise RunInterrupted(f"run {self.run_id} paused while a tool call waited")
 
     async def wait_for_decision(self, request: ApprovalRequest) -> ApprovalDecision:
         """Wait until `approve` or `deny` arrives for this call, from any process.
@@ -79,6 +118,9 @@ class RunHandle:
             self.paused_for_children = True
             self.paused_at = "children"
             self.task.cancel()
+        for held in self.holds or ():
+            if not held.done():
+                held.set_result(None)
 
     def decide(self, call_id: str, decision: ApprovalDecision) -> None:
         """Deliver a decision; one that arrives before the request waits for it."""

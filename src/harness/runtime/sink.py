@@ -17,6 +17,7 @@ from harness.core.events import (
     ModelResponded,
     RunEvent,
     RunWaiting,
+    WaitEnded,
 )
 from harness.core.messages import Message
 from harness.core.states import RunState
@@ -44,6 +45,7 @@ to commit."""
 _STATE_AFTER: Mapping[type[EventPayload], str] = {
     RunWaiting: RunState.WAITING_TOOL,
     ApprovalDecided: RunState.RUNNING,
+    WaitEnded: RunState.RUNNING,  # once no other call waits (`waiting` is 0)
 }
 
 
@@ -86,6 +88,7 @@ class StoreSink:
         self._messages: list[Message] = []
         self._audit: list[AuditRecord] = []
         self._blobs: dict[str, str] = {}
+        self._delivered: list[int] = []
         self._state: str | None = None
         self._pause_requested = pause_requested
         self.usage = usage or Usage()
@@ -103,7 +106,9 @@ class StoreSink:
             self._bus.publish(RunEvent(run_id=self.run_id, seq=0, ts=now, payload=payload))
             return
         self._events.append(NewEvent(payload=payload, ts=now))
-        self._state = _STATE_AFTER.get(type(payload), self._state)
+        state = _STATE_AFTER.get(type(payload))
+        if state is not None and not (isinstance(payload, WaitEnded) and payload.waiting):
+            self._state = state
         if isinstance(payload, _PAID_FOR):
             self._unsaved_reply = True
 
@@ -132,6 +137,10 @@ class StoreSink:
     def message(self, message: Message) -> None:
         """Keep one message for the next commit."""
         self._messages.append(message)
+
+    def deliver(self, message_id: int) -> None:
+        """Mark a message of the run's inbox delivered with the next commit (read once)."""
+        self._delivered.append(message_id)
 
     async def commit(self) -> None:
         """Commit what was recorded so far, in the middle of a step."""
@@ -162,7 +171,7 @@ class StoreSink:
 
     async def flush(self, update: RunUpdate | None = None) -> None:
         """Commit everything kept so far, with `update` to the run's row."""
-        kept = self._events or self._messages or self._audit or self._blobs
+        kept = self._events or self._messages or self._audit or self._blobs or self._delivered
         if not (kept or update or self._state or self._children_changed):
             return
         if update is None and (self._state or self._usage_changed or self._children_changed):
@@ -171,7 +180,7 @@ class StoreSink:
             update = dataclasses.replace(update, children_usage=self.children_usage)
         # Tuples: the store keeps its own copy of a step, and a tuple's copy is itself.
         events, messages, audit = tuple(self._events), tuple(self._messages), tuple(self._audit)
-        blobs = dict(self._blobs)
+        blobs, delivered = dict(self._blobs), tuple(self._delivered)
         written = await self._store.append(
             StepWrite(
                 run_id=self.run_id,
@@ -181,10 +190,12 @@ class StoreSink:
                 blobs=blobs,
                 update=update,
                 owner=self._owner,
+                delivered=delivered,
             )
         )
         # Cleared only once committed: a failed write keeps the step for the next try.
         del self._events[: len(events)], self._messages[: len(messages)], self._audit[: len(audit)]
+        del self._delivered[: len(delivered)]
         for key in blobs:
             if self._blobs.get(key) is blobs[key]:
                 del self._blobs[key]

@@ -108,6 +108,18 @@ CREATE TABLE controls (
     consumed_by TEXT
 )"""
 
+_INBOX = """
+CREATE TABLE inbox (
+    id {id},
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    sender TEXT NOT NULL,
+    sender_run TEXT,
+    content TEXT NOT NULL,
+    sent_at DOUBLE PRECISION NOT NULL,
+    delivered_at DOUBLE PRECISION,
+    key TEXT UNIQUE
+)"""
+
 _EXPERIMENT_STOPS = """
 CREATE TABLE experiment_stops (
     experiment TEXT PRIMARY KEY,
@@ -236,6 +248,15 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "WHERE parent_run_id IS NOT NULL",
             "CREATE INDEX runs_by_root ON runs (root_run_id, created_at, run_id) "
             "WHERE root_run_id IS NOT NULL",
+        ),
+    ),
+    Migration(
+        version=12,
+        description="inbox: messages sent to runs, each delivered once with the step that "
+        "carries it",
+        statements=(
+            _INBOX,
+            "CREATE INDEX inbox_unread ON inbox (run_id, id) WHERE delivered_at IS NULL",
         ),
     ),
 )

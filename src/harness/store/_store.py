@@ -11,7 +11,7 @@ from harness.core.clock import Clock, SystemClock
 from harness.core.events import EventType, RunEvent
 from harness.core.messages import Message
 from harness.errors import ConfigError
-from harness.store import _decisions, _experiments, _leases, _reads, _schema, _writes
+from harness.store import _decisions, _experiments, _inbox, _leases, _reads, _schema, _writes
 from harness.store._async_writer import Alone
 from harness.store._engine import Committer, Readers, Writer, closed_error
 from harness.store._notices import CHANNELS, Notices
@@ -23,8 +23,10 @@ from harness.store.protocol import (
     ControlKind,
     Decision,
     ExperimentStop,
+    InboxMessage,
     MessageTokens,
     NewEvent,
+    NewMail,
     NewRun,
     RunRecord,
     RunUpdate,
@@ -305,6 +307,16 @@ class SqlStore:
     async def decisions(self, run_id: str) -> list[Decision]:
         """The run's recorded decisions, oldest first."""
         return await self._read(lambda db: _decisions.decisions(db, run_id))
+
+    async def post_message(self, mail: NewMail) -> int:
+        """Put a message in a run's inbox and tell its owner; see `EventStore.post_message`."""
+        d, now = self._driver.dialect, self._clock.now()
+        # It reads the key and the run's state, then writes: no other write in between.
+        return await self._write(Alone(lambda db: _inbox.post(db, d, mail, now)))
+
+    async def inbox(self, run_id: str, *, unread: bool = True) -> list[InboxMessage]:
+        """The run's messages not delivered yet (or all), oldest first."""
+        return await self._read(lambda db: _inbox.inbox(db, run_id, unread=unread))
 
     async def stop_experiment(self, stop: ExperimentStop) -> None:
         """Send all of an experiment's traffic to one variant; see `EventStore`."""

@@ -15,6 +15,7 @@ from harness.core.messages import Message
 from harness.core.states import RunState
 from harness.core.usage import Usage
 from harness.errors import ConfigError
+from harness.store._inbox import mark_delivered
 from harness.store._notices import notify
 from harness.store._rows import (
     encode_message,
@@ -278,6 +279,8 @@ def _insert(
         _put_blobs(db, run_id, step.blobs, now)
     for record in step.audit:
         record_audit(db, run_id, record, now)
+    if step.delivered:
+        mark_delivered(db, run_id, step.delivered, now)
     return events
 
 
@@ -393,4 +396,5 @@ def snapshot(step: StepWrite) -> StepWrite:
         expect_states=None if step.expect_states is None else frozenset(step.expect_states),
         owner=step.owner,
         key=step.key,
+        delivered=tuple(step.delivered),
     )

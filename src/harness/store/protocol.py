@@ -28,16 +28,19 @@ __all__ = [
     "Decision",
     "EventStore",
     "ExperimentStop",
+    "InboxMessage",
     "MessageTokens",
     "NewEvent",
+    "NewMail",
     "NewRun",
     "RunRecord",
     "RunUpdate",
     "StepWrite",
 ]
 
-ControlKind = Literal["pause", "resume", "cancel", "approve", "deny"]
-"""Requests that any process may send to the owner of a run."""
+ControlKind = Literal["pause", "resume", "cancel", "approve", "deny", "mail"]
+"""Requests that any process may send to the owner of a run (`mail`: its inbox has a new
+message)."""
 
 Channel = Literal["controls", "events"]
 """News a store announces to other processes: `controls` (a control was sent to a run's
@@ -232,6 +235,10 @@ class StepWrite:
     key: str | None = None
     """Idempotency key, e.g. `step-3-attempt-1`: a step whose key the run already has
     writes nothing again and returns the events it wrote the first time."""
+    delivered: Sequence[int] = ()
+    """Ids of messages of the run's inbox that this step delivers: marked delivered with
+    it. One delivered before fails the whole step (`StoreConflict`): a message is in a
+    run's committed history once at most."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -284,6 +291,43 @@ class Decision:
     """Why, for a denial: the model is told."""
     decided_at: float = 0.0
     """When it was recorded (the store's clock; ignored when deciding)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewMail:
+    """A message to put in a run's inbox (`EventStore.post_message`)."""
+
+    run_id: str
+    """The run it is for."""
+    content: str
+    """What it says."""
+    sender: str = "user"
+    """Who sends it: a person (`user`, `alice`), or the agent of the run that sends it."""
+    sender_run: str | None = None
+    """The run that sends it, when a run does."""
+    key: str | None = None
+    """Idempotency key (a sending run's id and call id): a second message with the same
+    key is not kept; the first one's id is returned."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InboxMessage:
+    """A message in a run's inbox."""
+
+    id: int
+    """Unique and increasing: a run reads its messages in this order."""
+    run_id: str
+    """The run it is for."""
+    content: str
+    """What it says."""
+    sender: str
+    """Who sent it (see `NewMail.sender`)."""
+    sender_run: str | None
+    """The run that sent it, when a run did."""
+    sent_at: float
+    """When it was kept (the store's clock)."""
+    delivered_at: float | None = None
+    """When the step that delivered it committed; `None` until then."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -521,6 +565,20 @@ class EventStore(Protocol):
 
     async def decisions(self, run_id: str) -> list[Decision]:
         """The decisions recorded for the run's tool calls, oldest first."""
+        ...
+
+    async def post_message(self, mail: NewMail) -> int:
+        """Put a message in a run's inbox; returns the message's id.
+
+        The same transaction queues a `mail` control for the run's owner.
+
+        Raises:
+            StoreConflict: There is no such run, or it has ended (it reads no more mail).
+        """
+        ...
+
+    async def inbox(self, run_id: str, *, unread: bool = True) -> list[InboxMessage]:
+        """The run's messages in the order they were kept: those not delivered yet, or all."""
         ...
 
     async def stop_experiment(self, stop: ExperimentStop) -> None:

@@ -24,7 +24,7 @@ from harness.core.clock import Clock, SystemClock
 from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
 from harness.core.unicode import clean_json, clean_text
 from harness.core.usage import Limits
-from harness.errors import ApprovalRequired, ToolDefinitionError, ToolError
+from harness.errors import ApprovalRequired, RunInterrupted, ToolDefinitionError, ToolError
 from harness.tools import feedback as _feedback
 from harness.tools.context import ToolContext, ToolResult
 from harness.tools.results import render_result, truncate
@@ -229,7 +229,7 @@ class Toolset:
             return "invalid_arguments", _feedback.invalid_arguments(spec, exc.violations, exc.hint)
         except ToolError as exc:
             return "tool_error", _feedback.tool_error(spec, exc)
-        except ApprovalRequired:
+        except (ApprovalRequired, RunInterrupted):
             raise
         except (Exception, SystemExit) as exc:
             return "tool_crash", _feedback.tool_crash(spec, exc)

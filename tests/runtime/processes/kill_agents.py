@@ -191,9 +191,30 @@ def triage(billing: Agent | None = None, model: FunctionModel | None = None) -> 
     )
 
 
+def _listens(request: ModelRequest) -> Message:
+    """`listen N`: wait for a message for up to N s (one call), then answer with its result."""
+    results = _tool_results(request)
+    if not results:
+        task = next(m.content or "" for m in request.messages if m.role == "user")
+        wait = {"timeout_s": float(task.split()[-1])}
+        return reply(None, call("wait_for_message", wait, id="w1"))
+    return reply(f"heard: {results[-1].content}")
+
+
+def listener() -> Agent:
+    """Waits for a message with `wait_for_message`, then answers with what it got."""
+    return Agent(
+        name="listener",
+        model=FunctionModel(_listens),
+        tools=["wait_for_message"],
+        limits=Limits(tool_timeout=3600),
+    )
+
+
 AGENTS = {
     "triage": triage,
     "compactor": compactor,
+    "listener": listener,
     "planner": planner,
     "deployer": deployer,
     "reader": reader,

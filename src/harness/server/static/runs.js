@@ -7,8 +7,8 @@ import { follow } from "./live.js";
 const STATES = ["PENDING", "RUNNING", "WAITING_TOOL", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"];
 const LIVE_TYPES = [
   "run_submitted", "run_started", "step_started", "model_responded", "tool_completed",
-  "approval_requested", "approval_decided", "run_waiting", "run_paused", "run_resumed",
-  "run_recovered", "run_finished", "run_failed", "run_cancelled",
+  "approval_requested", "approval_decided", "run_waiting", "wait_ended", "run_paused",
+  "run_resumed", "run_recovered", "run_finished", "run_failed", "run_cancelled",
 ];
 const TERMINAL_TYPES = new Set(["run_finished", "run_failed", "run_cancelled"]);
 const COLUMNS = [

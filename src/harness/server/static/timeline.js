@@ -183,6 +183,24 @@ const HANDLERS = {
     this.in(p).append(note("handoff", env.ts, "Handed over from ", h("strong", {}, p.from_agent),
       " to ", h("strong", {}, p.to_agent), p.reason ? `: ${cut(p.reason, 200)}` : ""));
   },
+  child_started(p, env) {
+    this.list.append(note("child", env.ts, p.existed ? "Waits again for child run " : "Child run ",
+      h("strong", {}, p.child_run_id), ` (agent ${p.agent}): ${cut(p.task, 200)}`));
+  },
+  child_finished(p, env) {
+    this.list.append(note("child", env.ts, "Child run ", h("strong", {}, p.child_run_id),
+      ` ${String(p.state).toLowerCase()}`));
+  },
+  wait_ended(p, env) {
+    this.in(p).append(note("resumed", env.ts, `Waited ${p.waited_s}s: ${p.reason}`));
+  },
+  message_sent(p, env) {
+    this.in(p).append(note("message", env.ts, `Message to ${p.to_run}: ${cut(p.content, 200)}`));
+  },
+  message_received(p, env) {
+    const from = p.sender_run ? `${p.sender_run} (agent ${p.sender})` : p.sender;
+    this.in(p).append(note("message", env.ts, `Message from ${from}: ${cut(p.content, 200)}`));
+  },
   run_paused(p, env) { this.list.append(note("paused", env.ts, `Paused (${p.at})`)); },
   run_resumed(p, env) { this.list.append(note("resumed", env.ts, "Resumed")); },
   run_recovered(p, env) {

@@ -17,6 +17,7 @@ from harness.tools.builtin.files import (
     search_tool,
     write_file_tool,
 )
+from harness.tools.builtin.messages import send_message_tool, wait_for_message_tool
 from harness.tools.spec import ToolSpec
 
 __all__ = [
@@ -66,6 +67,8 @@ BUILTIN_TOOLS: Final[dict[str, Callable[[BuiltinOptions], ToolSpec]]] = {
     "edit_file": lambda options: edit_file_tool(options.workspace, private=options.private),
     "list_dir": lambda options: list_dir_tool(options.workspace, private=options.private),
     "search": lambda options: search_tool(options.workspace, private=options.private),
+    "send_message": lambda _options: send_message_tool(),
+    "wait_for_message": lambda _options: wait_for_message_tool(),
 }
 """Makers of the built-in tools, by the name an agent uses for them."""
 

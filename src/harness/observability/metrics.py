@@ -265,6 +265,15 @@ class MetricsSubscriber:
         if handler is not None:
             handler(event, event.payload)
 
+    def batch(self, events: Sequence[RunEvent]) -> None:
+        """Count one run's events committed together (the `EventBus` batch subscriber)."""
+        handlers = self._handlers
+        for event in events:
+            payload = event.payload
+            handler = handlers.get(type(payload))
+            if handler is not None:
+                handler(event, payload)
+
     def note_run(
         self,
         run_id: str,

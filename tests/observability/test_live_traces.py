@@ -1,6 +1,7 @@
 """Live traces of a real run, caught by the SDK's in-memory exporter: the exact span tree,
 the GenAI attributes, retries and fallbacks as events, errors, and content left out."""
 
+import itertools
 import json
 from pathlib import Path
 
@@ -204,3 +205,35 @@ async def test_runs_left_out_by_the_sampler_export_nothing(
     assert exporter.get_finished_spans() == ()
     assert record.trace_parent is not None
     assert record.trace_parent.endswith("-00")  # stored: a takeover keeps the decision
+
+
+@pytest.mark.parametrize("cuts", [(1, 2, 5), (3, 4, 9, 10), tuple(range(1, 40))])
+async def test_events_taken_a_step_at_a_time_make_the_spans_they_make_one_at_a_time(
+    tmp_path: Path, cuts: tuple[int, ...]
+) -> None:
+    from harness.observability import LiveTraces, SpanExport
+    from harness.observability.spans import SpanRecord
+
+    class Keep(SpanExport):
+        def __init__(self) -> None:
+            self.records: list[SpanRecord] = []
+
+        def export_records(self, context: TraceContext, run_id: str, records: object) -> None:
+            self.records += records  # type: ignore[operator]
+
+    async def unknown(run_id: str) -> None:
+        return None
+
+    _, events, _ = await scripted_run(tmp_path)
+    context = TraceContext.new()
+    one, batched = Keep(), Keep()
+    single, grouped = LiveTraces(one, unknown), LiveTraces(batched, unknown)
+    for traces in (single, grouped):
+        traces.begin(events[0].run_id, context)
+    for event in events:
+        single(event)
+    bounds = [0, *(c for c in cuts if c < len(events)), len(events)]
+    for start, end in itertools.pairwise(bounds):
+        grouped.batch(events[start:end])
+    assert len(one.records) == 8
+    assert batched.records == one.records

@@ -106,3 +106,20 @@ async def test_a_paused_run_closes_its_step_and_ending_forgets_the_run() -> None
         metrics(event(f"run_{i}", 1, 1.0, "run_submitted", agent=f"a{i}", task="t",
                       parent_run_id=None))  # fmt: skip
     assert len(metrics._runs) == 2
+
+
+async def test_a_step_taken_at_once_counts_what_its_events_count_one_by_one() -> None:
+    single, batched = MetricsSubscriber(), MetricsSubscriber()
+    events = a_refund_run("run_a")
+    for e in events:
+        single(e)
+    for batch in (events[:1], events[1:2], events[2:5], events[5:]):
+        batched.batch(batch)
+
+    def counted(text: bytes) -> list[str]:
+        return [line for line in text.decode().splitlines() if "_created" not in line]
+
+    assert counted(await batched.render()) == counted(await single.render())
+    page = await page_of(batched)
+    done = {"agent": "billing", "task_type": "refund", "termination": "final_answer"}
+    assert page.value("harness_runs_finished_total", **done) == 1

@@ -27,6 +27,25 @@ class RunFollow:
         self.variant: tuple[str, str] | None = None
         """The run's experiment and variant, when it takes part in one."""
 
+    def learn(
+        self,
+        agent: str | None = None,
+        task_type: str | None = None,
+        model: str | None = None,
+        variant: tuple[str, str] | None = None,
+    ) -> None:
+        """Keep what is told of the run's labels; `None` leaves what was known before."""
+        if agent is not None:
+            self.agent = agent
+            self.steps = None
+        if task_type is not None:
+            self.task_type = task_type
+            self.steps = self.task_label = None
+        if model is not None:
+            self.answering(model)
+        if variant is not None:
+            self.variant = variant
+
     def answering(self, model: str) -> None:
         """A request went to `model`: a fallback chain's first member answers it first.
 
@@ -61,18 +80,8 @@ class RunTable:
         model: str | None = None,
         variant: tuple[str, str] | None = None,
     ) -> None:
-        """Keep what is told of the run's labels; `None` leaves what was known before."""
-        run = self.get(run_id)
-        if agent is not None:
-            run.agent = agent
-            run.steps = None
-        if task_type is not None:
-            run.task_type = task_type
-            run.steps = run.task_label = None
-        if model is not None:
-            run.answering(model)
-        if variant is not None:
-            run.variant = variant
+        """Keep what is told of the run's labels (`RunFollow.learn`)."""
+        self.get(run_id).learn(agent, task_type, model, variant)
 
     def forget(self, run_id: str) -> None:
         """Stop following the run (it ended, or paused)."""

@@ -36,12 +36,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from harness.core.codec import pack, unpack
 from harness.observability.context import TraceContext
 from harness.observability.live import SpanExport
-from harness.observability.spans import EventRecord, SpanData, SpanRecord, span_data
+from harness.observability.spans import SpanData, SpanRecord
 
 __all__ = ["ProcessExport", "main"]
 
@@ -329,35 +329,20 @@ def _frame(entries: Sequence[_Entry]) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def _runs(data: Any) -> list[tuple[TraceContext, str, list[SpanData]]]:
-    """The runs' spans of a frame, as `SpanSink.add` takes them."""
+def _runs(data: Any) -> list[tuple[TraceContext, str, Sequence[Sequence[Any]]]]:
+    """The runs of a frame with their spans as sent, as `SpanSink.add_records` takes them.
+
+    JSON made the spans' tuples of strings lists: the OTLP encoder writes either as an
+    array.
+    """
     return [
         (
             TraceContext(trace_id=trace_id, span_id=span_id, parent_span_id=parent_span_id),
             run_id,
-            [_span(record) for record in records],
+            records,
         )
         for trace_id, span_id, parent_span_id, run_id, records in data
     ]
-
-
-def _span(data: list[Any]) -> SpanData:
-    span_id, parent_id, name, kind, start, end, attributes, events, status, message, done = data
-    timed: list[EventRecord] = [(n, ts, _attributes(a)) for n, ts, a in events]
-    record = (span_id, parent_id, name, kind, start, end, _attributes(attributes), timed,
-              status, message, done)  # fmt: skip
-    return span_data(record)
-
-
-def _attributes(data: dict[str, Any]) -> dict[str, Any]:
-    """Attributes as sent; JSON made their tuples of strings lists."""
-    return {k: _value(v) for k, v in data.items()}
-
-
-def _value(value: object) -> object:
-    if isinstance(value, list):
-        return tuple(str(v) for v in cast(list[object], value))
-    return value
 
 
 def main(argv: Sequence[str] = sys.argv[1:]) -> int:
@@ -376,8 +361,8 @@ def main(argv: Sequence[str] = sys.argv[1:]) -> int:
             body = stdin.read(size)
             if len(body) < size:
                 break
-            for context, run_id, spans in _runs(unpack(body)):
-                sink.add(context, run_id, spans)
+            for context, run_id, records in _runs(unpack(body)):
+                sink.add_records(context, run_id, records)
     finally:
         sink.shutdown()
     return 0

@@ -148,6 +148,24 @@ class LiveTraces:
         else:
             self._feed(event.run_id, run, event)
 
+    def batch(self, events: Sequence[RunEvent]) -> None:
+        """The bus subscriber for one run's events committed together (a step).
+
+        A run followed and sampled here is looked up once and its spans handed over
+        once; any other case takes the events one at a time.
+        """
+        run_id = events[0].run_id
+        run = self._runs.get(run_id)
+        if run is None or run.held is not None or run.context is None or not run.context.sampled:
+            for event in events:
+                self(event)
+            return
+        records = run.feed_batch(events)
+        if records:
+            self.export.export_records(run.context, run_id, records)
+        if run.ended or type(events[-1].payload) is RunPaused:
+            self._runs.pop(run_id, None)  # a resumed run is looked up again
+
     async def aclose(self) -> None:
         """Finish pending look-ups, then export what is queued and stop."""
         if self._tasks:

@@ -243,7 +243,7 @@ class MetricsSubscriber:
         """By tool and status: the series of its calls and (if it ran) of their duration."""
         self._max_label_values = max_label_values
         """The four token series (input, output, cached, reasoning) of a model and task type."""
-        self._handlers: dict[type[EventPayload], Callable[[RunEvent, Any], None]] = {
+        self._handlers: dict[type[EventPayload], Callable[[RunFollow, RunEvent, Any], None]] = {
             RunSubmitted: self._submitted,
             RunStarted: self._started,
             StepStarted: self._step,
@@ -263,7 +263,16 @@ class MetricsSubscriber:
         """Count one committed event (the `EventBus` subscriber)."""
         handler = self._handlers.get(type(event.payload))
         if handler is not None:
-            handler(event, event.payload)
+            handler(self._runs.get(event.run_id), event, event.payload)
+
+    def batch(self, events: Sequence[RunEvent]) -> None:
+        """Count one run's events committed together (the `EventBus` batch subscriber)."""
+        handlers, run = self._handlers, self._runs.get(events[0].run_id)  # one run's step
+        for event in events:
+            payload = event.payload
+            handler = handlers.get(type(payload))
+            if handler is not None:
+                handler(run, event, payload)
 
     def note_run(
         self,
@@ -307,33 +316,31 @@ class MetricsSubscriber:
 
     # --- one handler per event type -------------------------------------------------
 
-    def _submitted(self, event: RunEvent, p: RunSubmitted) -> None:
+    def _submitted(self, run: RunFollow, _: RunEvent, p: RunSubmitted) -> None:
         variant = (p.experiment, p.variant) if p.experiment and p.variant else None
-        self._runs.learn(event.run_id, p.agent, p.task_type, None, variant)
+        run.learn(p.agent, p.task_type, None, variant)
 
-    def _started(self, event: RunEvent, p: RunStarted) -> None:
+    def _started(self, run: RunFollow, _: RunEvent, p: RunStarted) -> None:
         variant = (p.experiment, p.variant) if p.experiment and p.variant else None
-        self._runs.learn(event.run_id, p.agent, p.task_type, p.model, variant)
+        run.learn(p.agent, p.task_type, p.model, variant)
 
-    def _step(self, event: RunEvent, _: StepStarted) -> None:
-        run = self._runs.get(event.run_id)
+    def _step(self, run: RunFollow, event: RunEvent, _: StepStarted) -> None:
         if run.step_started is not None:
             self._close_step(run, event.ts)
         run.step_started = event.ts
 
-    def _called(self, event: RunEvent, p: ModelCalled) -> None:
-        self._runs.get(event.run_id).answering(p.model)
+    def _called(self, run: RunFollow, _: RunEvent, p: ModelCalled) -> None:
+        run.answering(p.model)
 
-    def _retry(self, _: RunEvent, p: ModelRetry) -> None:
+    def _retry(self, _run: RunFollow, _: RunEvent, p: ModelRetry) -> None:
         self._m.retries.child(self._model(p.model))[0] += 1
 
-    def _fallback(self, event: RunEvent, p: ModelFallback) -> None:
+    def _fallback(self, run: RunFollow, _: RunEvent, p: ModelFallback) -> None:
         from_model, to_model = self._model(p.from_model), self._model(p.to_model)
         self._m.fallbacks.child(from_model, to_model, self._reason(p.reason))[0] += 1
-        self._runs.get(event.run_id).model = p.to_model
+        run.model = p.to_model
 
-    def _responded(self, event: RunEvent, p: ModelResponded) -> None:
-        run = self._runs.get(event.run_id)
+    def _responded(self, run: RunFollow, _: RunEvent, p: ModelResponded) -> None:
         label = p.model or run.model  # the profile that answered, as `harness cost`
         model, calls, context = self._answered.get(label) or self._answering(label)
         task_type = run.task_label
@@ -356,15 +363,14 @@ class MetricsSubscriber:
         self._answered[label] = found
         return found
 
-    def _compacted(self, event: RunEvent, p: ContextCompacted) -> None:
-        run = self._runs.get(event.run_id)
+    def _compacted(self, run: RunFollow, _: RunEvent, p: ContextCompacted) -> None:
         self._m.compactions.child(self._tier(p.tier))[0] += 1
         model, task_type = self._model(run.model), self._task_type(run.task_type)
         self._count_usage(model, task_type, p.usage)
         if run.variant is not None:
             self._count_variant(run.variant, p.usage)
 
-    def _tool_completed(self, _: RunEvent, p: ToolCompleted) -> None:
+    def _tool_completed(self, _run: RunFollow, _: RunEvent, p: ToolCompleted) -> None:
         calls, duration = self._tool_series.get((p.tool, p.status)) or self._tool_calls(p)
         calls[0] += 1
         if duration is not None:
@@ -381,12 +387,13 @@ class MetricsSubscriber:
         self._tool_series[p.tool, p.status] = found
         return found
 
-    def _paused(self, event: RunEvent, _: RunPaused) -> None:
-        self._close_step(self._runs.get(event.run_id), event.ts)
+    def _paused(self, run: RunFollow, event: RunEvent, _: RunPaused) -> None:
+        self._close_step(run, event.ts)
         self._runs.forget(event.run_id)
 
-    def _ended(self, event: RunEvent, p: RunFinished | RunFailed | RunCancelled) -> None:
-        run = self._runs.get(event.run_id)
+    def _ended(
+        self, run: RunFollow, event: RunEvent, p: RunFinished | RunFailed | RunCancelled
+    ) -> None:
         self._close_step(run, event.ts)
         reason = "cancelled" if isinstance(p, RunCancelled) else p.termination
         agent, task_type = self._agent(run.agent), self._task_type(run.task_type)

@@ -22,9 +22,9 @@ loop needs.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -40,7 +40,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 from harness.errors import ConfigError
 from harness.observability.context import TraceContext, child_span_id
 from harness.observability.live import SpanExport
-from harness.observability.spans import SpanData
+from harness.observability.spans import SpanData, SpanRecord
 
 __all__ = [
     "OtelExport",
@@ -121,40 +121,53 @@ class SpanSink:
 
     def add(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
         """Hand each span to the processor, with its OpenTelemetry ids."""
-        if self.processor is None:
+        self.add_records(
+            context,
+            run_id,
+            [
+                (span.span_id, span.parent_id, span.name, span.kind, span.start, span.end,
+                 span.attributes, [(e.name, e.ts, e.attributes) for e in span.events],
+                 span.status, span.status_message)
+                for span in spans
+            ],
+        )  # fmt: skip
+
+    def add_records(
+        self, context: TraceContext, run_id: str, records: Iterable[Sequence[Any]]
+    ) -> None:
+        """`add`, each span given as the fields of a `SpanRecord` (no `SpanData` made)."""
+        processor = self.processor
+        if processor is None:
             return
         trace_id = int(context.trace_id, 16)
-        for span in spans:
-            self.processor.on_end(self._readable(trace_id, context, run_id, span))
+        for record in records:
+            own, parent = _ids(context, run_id, record[0], record[1])
+            processor.on_end(self._readable(trace_id, own, parent, record))
+
+    def _readable(
+        self, trace_id: int, own: int, parent: int | None, record: Sequence[Any]
+    ) -> ReadableSpan:
+        _, parent_id, name, kind, start, end, attributes, events, status, message = record[:10]
+        return ReadableSpan(
+            name=name,
+            context=SpanContext(trace_id, own, is_remote=False, trace_flags=_SAMPLED),
+            parent=None
+            if parent is None
+            else SpanContext(trace_id, parent, is_remote=parent_id is None, trace_flags=_SAMPLED),
+            resource=self._resource,
+            attributes=attributes,
+            events=[Event(n, a, timestamp=int(ts * _NS)) for n, ts, a in events],
+            kind=_KINDS[kind],
+            status=_UNSET if status == "unset" else Status(_STATUS[status], message),
+            start_time=int(start * _NS),
+            end_time=int(end * _NS),
+            instrumentation_scope=self._scope,
+        )
 
     def shutdown(self) -> None:
         """Export what is queued and stop the processor."""
         if self.processor is not None:
             self.processor.shutdown()
-
-    def _readable(
-        self, trace_id: int, context: TraceContext, run_id: str, span: SpanData
-    ) -> ReadableSpan:
-        own, parent = _ids(context, run_id, span)
-        return ReadableSpan(
-            name=span.name,
-            context=SpanContext(trace_id, own, is_remote=False, trace_flags=_SAMPLED),
-            parent=None
-            if parent is None
-            else SpanContext(
-                trace_id, parent, is_remote=span.parent_id is None, trace_flags=_SAMPLED
-            ),
-            resource=self._resource,
-            attributes=span.attributes,
-            events=[Event(e.name, e.attributes, timestamp=int(e.ts * _NS)) for e in span.events],
-            kind=_KINDS[span.kind],
-            status=_UNSET
-            if span.status == "unset"
-            else Status(_STATUS[span.status], span.status_message),
-            start_time=int(span.start * _NS),
-            end_time=int(span.end * _NS),
-            instrumentation_scope=self._scope,
-        )
 
 
 class OtelExport(SpanExport):
@@ -177,6 +190,12 @@ class OtelExport(SpanExport):
     def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
         """Hand each span to the processor, with its OpenTelemetry ids."""
         self._sink.add(context, run_id, spans)
+
+    def export_records(
+        self, context: TraceContext, run_id: str, records: Sequence[SpanRecord]
+    ) -> None:
+        """`export`, the spans as the builder made them (no `SpanData` made on the way)."""
+        self._sink.add_records(context, run_id, records)
 
     def caller(self) -> TraceContext | None:
         """The caller's active span, if it is a valid one."""
@@ -227,15 +246,17 @@ class _HashedResource(Resource):
         return super().__eq__(other)
 
 
-def _ids(context: TraceContext, run_id: str, span: SpanData) -> tuple[int, int | None]:
-    """The span's own id and its parent's, as OpenTelemetry integers."""
-    if span.parent_id is None:
+def _ids(
+    context: TraceContext, run_id: str, span_id: str, parent_id: str | None
+) -> tuple[int, int | None]:
+    """A span's own id and its parent's, as OpenTelemetry integers."""
+    if parent_id is None:
         parent = context.parent_span_id
         return int(context.span_id, 16), None if parent is None else int(parent, 16)
-    own = int(child_span_id(run_id, span.span_id), 16)
-    if span.parent_id == "run":
+    own = int(child_span_id(run_id, span_id), 16)
+    if parent_id == "run":
         return own, int(context.span_id, 16)
-    return own, int(child_span_id(run_id, span.parent_id), 16)
+    return own, int(child_span_id(run_id, parent_id), 16)
 
 
 def _version() -> str:

@@ -295,6 +295,21 @@ class TraceBuilder:
         self._done = None
         return done
 
+    def feed_batch(self, events: Sequence[RunEvent]) -> list[SpanRecord] | tuple[()]:
+        """`feed_records` of each of `events` in turn; the spans they finished, together."""
+        handlers = _HANDLERS
+        for event in events:
+            payload = event.payload
+            handler = handlers.get(type(payload))
+            if handler is not None:
+                handler(self, event, payload)
+            self._last_ts = event.ts  # a compaction's span starts at the event before it
+        done = self._done
+        if done is None:
+            return ()
+        self._done = None
+        return done
+
     def close(self) -> list[SpanData]:
         """End every open span at the last event, marked unfinished (a run still going)."""
         for span_id in reversed(list(self._open)):

@@ -1,4 +1,11 @@
-"""The event bus: one place where a run's events fan out to every subscriber."""
+"""The event bus: one place where a run's events fan out to every subscriber.
+
+A subscriber is a callable taking one event. One that also has a `batch` method
+(`BatchSubscriber`) is handed the events a run committed together in one call instead:
+a durable step publishes its events as one list (`EventBus.publish_batch`), and a
+subscriber that takes them at once looks its run up once per step, not once per event.
+Either way each subscriber sees every event, in order.
+"""
 
 from __future__ import annotations
 
@@ -7,32 +14,61 @@ import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 from harness.core.events import EventPayload, RunEvent
 from harness.core.messages import Message
 from harness.core.usage import Usage
 
-__all__ = ["EventBus", "RunRecorder", "Subscriber", "Subscription"]
+__all__ = ["BatchSubscriber", "EventBus", "RunRecorder", "Subscriber", "Subscription"]
 
 Subscriber = Callable[[RunEvent], None]
 AsyncSubscriber = Callable[[RunEvent], Awaitable[None] | None]
+_Batch = Callable[[Sequence[RunEvent]], None]
 _log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class BatchSubscriber(Protocol):
+    """A subscriber that can also take the events of one run committed together."""
+
+    def __call__(self, event: RunEvent) -> None:
+        """Take one event."""
+        ...
+
+    def batch(self, events: Sequence[RunEvent]) -> None:
+        """Take `events`: one run's, in order, committed together (never empty)."""
+        ...
 
 
 class EventBus:
     """Delivers every published event to every subscriber, in order.
 
-    A subscriber that raises is logged and skipped; it never breaks a run.
+    A subscriber that raises is logged and skipped; it never breaks a run (a
+    `BatchSubscriber` that raises misses the rest of that batch).
     """
 
     def __init__(self) -> None:
-        self._subscribers: list[Subscriber] = []
+        # Replaced, never changed in place: publishing reads it without a copy, and a
+        # subscriber that subscribes or leaves while being called changes the next event.
+        self._subscribers: tuple[tuple[Subscriber, _Batch | None], ...] = ()
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
-        """Add a subscriber; returns a function that removes it."""
-        self._subscribers.append(subscriber)
-        return lambda: self._subscribers.remove(subscriber)
+        """Add a subscriber (a `BatchSubscriber` gets batches whole); returns its removal."""
+        batch = subscriber.batch if isinstance(subscriber, BatchSubscriber) else None
+        return self._add(subscriber, batch)
+
+    def _add(self, subscriber: Subscriber, batch: _Batch | None) -> Callable[[], None]:
+        entry = (subscriber, batch)
+        self._subscribers = (*self._subscribers, entry)
+
+        def remove() -> None:
+            kept = list(self._subscribers)
+            kept.remove(entry)
+            self._subscribers = tuple(kept)
+
+        return remove
 
     def attach(self, subscriber: AsyncSubscriber, *, max_queue: int = 100_000) -> Subscription:
         """Add a subscriber that gets events through a queue and a task of its own.
@@ -43,19 +79,36 @@ class EventBus:
         Needs a running event loop.
         """
         subscription = Subscription(subscriber, max_queue=max_queue)
-        self._subscribers.append(subscription.offer)
-        subscription.detach = lambda: self._subscribers.remove(subscription.offer)
+        subscription.detach = self._add(subscription.offer, subscription.offer_batch)
         return subscription
 
     def publish(self, event: RunEvent) -> None:
         """Hand `event` to every subscriber."""
-        if not self._subscribers:
-            return
-        for subscriber in tuple(self._subscribers):
+        for subscriber, _ in self._subscribers:
             try:
                 subscriber(event)
             except Exception:
                 _log.exception("event subscriber %r failed on %s", subscriber, event.type)
+
+    def publish_batch(self, events: Sequence[RunEvent]) -> None:
+        """Hand `events`, one run's committed together, in order, to every subscriber.
+
+        A `BatchSubscriber` takes them in one call; any other, one event at a time.
+        """
+        if not events:
+            return
+        for subscriber, batch in self._subscribers:
+            if batch is not None:
+                try:
+                    batch(events)
+                except Exception:
+                    _log.exception("event subscriber %r failed on a batch", subscriber)
+                continue
+            for event in events:
+                try:
+                    subscriber(event)
+                except Exception:
+                    _log.exception("event subscriber %r failed on %s", subscriber, event.type)
 
 
 class Subscription:
@@ -78,6 +131,16 @@ class Subscription:
             self._queue.popleft()
             self.dropped += 1
         self._queue.append(event)
+        self._ready.set()
+
+    def offer_batch(self, events: Sequence[RunEvent]) -> None:
+        """Queue several events; never blocks."""
+        queue = self._queue
+        queue.extend(events)
+        if len(queue) > self._max:
+            for _ in range(len(queue) - self._max):
+                queue.popleft()
+                self.dropped += 1
         self._ready.set()
 
     async def close(self) -> None:

@@ -203,8 +203,9 @@ class StoreSink:
         self._usage_changed = False
         self._children_changed = False
         self._unsaved_reply = False
-        for event in written:  # as the store numbered them: never an event that may be lost
-            self._bus.publish(event)
+        # As the store numbered them (never an event that may be lost), together: a
+        # subscriber that takes a batch is called once for the step.
+        self._bus.publish_batch(written)
 
 
 def _audit_row(entry: AuditRecord) -> dict[str, Any]:

@@ -167,41 +167,69 @@ class RunExecutor:
         """Claim as many runs as there is room for, in one statement per kind, and start them.
 
         The free slots are held while the claim and its reads are in flight, so that a
-        submit meanwhile (`reserve`) does not take one of them too.
+        submit meanwhile (`reserve`) does not take one of them too; once the claimed runs
+        this process can take are known, those runs hold their slots instead. Queued runs
+        that never ran move to RUNNING in one write for the batch (`start_runs`), at the
+        same time as the batch's messages are read.
         """
         free = self._max - len(self._handles) - len(self._reserved)
         if free <= 0:
             return
         self._claiming = free
         try:
-            new, history, messages = await self._claim_free(free)
+            claimed = await self._claim_free(free)
         finally:
             self._claiming = 0
-        refused: list[str] = []
-        for record in new:
-            if record.run_id in self._handles:
+        taken, refused = self._take(claimed)
+        try:
+            fresh = [r.run_id for r in taken if _never_ran(r)]
+            (history, messages), started = await asyncio.gather(
+                self._histories(taken),
+                self._store.start_runs(self._owner, fresh) if fresh else _nothing(),
+            )
+        finally:
+            for record in taken:
+                self._reserved.remove(record.model or "")
+        moved = set(started)
+        for record in taken:
+            run_id = record.run_id
+            if run_id in self._handles:
                 continue
-            if self._fits(record):
-                events = history.get(record.run_id, [])
-                self._start_task(record, messages[record.run_id], events=events)
-            else:
-                refused.append(record.run_id)
+            if not _never_ran(record):
+                self._start_task(record, messages[run_id], events=history.get(run_id, []))
+            elif run_id in moved:
+                self._start_task(record, messages[run_id])
+            else:  # cancelled or taken since its claim
+                refused.append(run_id)
         if refused:
             await self._store.release(self._owner, refused)
 
-    async def _claim_free(
-        self, free: int
-    ) -> tuple[list[RunRecord], dict[str, list[RunEvent]], dict[str, list[Message]]]:
-        """Up to `free` runs claimed (not started here yet), with their events and messages."""
+    def _take(self, claimed: list[RunRecord]) -> tuple[list[RunRecord], list[str]]:
+        """The claimed runs this process can take, and the ids of the others.
+
+        Each run taken holds a slot and its model's room (`_reserved`) until it starts.
+        """
+        taken: list[RunRecord] = []
+        refused: list[str] = []
+        for record in claimed:
+            if record.run_id in self._handles:
+                continue
+            if self._fits(record):
+                self._reserved.append(record.model or "")
+                taken.append(record)
+            else:
+                refused.append(record.run_id)
+        return taken, refused
+
+    async def _claim_free(self, free: int) -> list[RunRecord]:
+        """Up to `free` runs claimed, not started here yet."""
         if self._adopt:
             claimed = await self._claim_expired(free)
             claimed += await self._claim_pending(free - len(claimed))
         else:  # only our own runs that wait for room: the claim checks their state
             wanted = [run_id for run_id in self.own if run_id not in self._handles]
             claimed = await self._claim_ids(wanted, free)
-        new = [r for r in claimed if r.run_id not in self._handles]
-        history, messages = await self._histories(new)
-        return new, history, messages
+        return [r for r in claimed if r.run_id not in self._handles]
 
     async def _claim_expired(self, free: int) -> list[RunRecord]:
         """Runs whose owner died, looked for once per poll and when the next lease runs out.
@@ -257,7 +285,7 @@ class RunExecutor:
         """
         if not records:
             return {}, {}
-        ran = [r.run_id for r in records if r.state != RunState.PENDING or r.last_seq > 1]
+        ran = [r.run_id for r in records if not _never_ran(r)]
         events, messages = await asyncio.gather(
             self._store.events_of_runs(ran) if ran else _no_events(),
             self._store.messages_of_runs([r.run_id for r in records]),
@@ -300,8 +328,9 @@ class RunExecutor:
     ) -> None:
         """Execute `record` from its `messages`.
 
-        `events` is `None` for a run launched here (created RUNNING), and the events of a
-        claimed run otherwise (`[]` when it never ran).
+        `events` is `None` for a run RUNNING here already that never ran (created RUNNING
+        by a submit here, or a queued run moved to RUNNING with its claimed batch), and
+        the events of a claimed run otherwise.
         """
         if self._on_start is not None:
             self._on_start(record)
@@ -583,6 +612,15 @@ class RunExecutor:
 
 async def _no_events() -> list[RunEvent]:
     return []
+
+
+async def _nothing() -> list[str]:
+    return []
+
+
+def _never_ran(record: RunRecord) -> bool:
+    """Whether a claimed run is queued and never ran: no events but `run_submitted`."""
+    return record.state == RunState.PENDING and record.last_seq <= 1
 
 
 def _unrecorded(run_id: str, exc: StoreError) -> StoreError:

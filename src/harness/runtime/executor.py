@@ -169,8 +169,8 @@ class RunExecutor:
         The free slots are held while the claim and its reads are in flight, so that a
         submit meanwhile (`reserve`) does not take one of them too; once the claimed runs
         this process can take are known, those runs hold their slots instead. Queued runs
-        that never ran move to RUNNING in one write for the batch (`start_runs`), at the
-        same time as the batch's messages are read.
+        that never ran move to RUNNING in one write for the batch (`start_runs`), once
+        the batch's messages are read.
         """
         free = self._max - len(self._handles) - len(self._reserved)
         if free <= 0:
@@ -182,11 +182,11 @@ class RunExecutor:
             self._claiming = 0
         taken, refused = self._take(claimed)
         try:
+            history, messages = await self._histories(taken)
+            # Only once they can start: a run moved to RUNNING and left would wait for its
+            # lease to run out, and then be taken over as if its owner had died.
             fresh = [r.run_id for r in taken if _never_ran(r)]
-            (history, messages), started = await asyncio.gather(
-                self._histories(taken),
-                self._store.start_runs(self._owner, fresh) if fresh else _nothing(),
-            )
+            started = await self._store.start_runs(self._owner, fresh) if fresh else []
         finally:
             for record in taken:
                 self._reserved.remove(record.model or "")
@@ -611,10 +611,6 @@ class RunExecutor:
 
 
 async def _no_events() -> list[RunEvent]:
-    return []
-
-
-async def _nothing() -> list[str]:
     return []
 
 

@@ -99,6 +99,10 @@ class RunExecutor:
         """When expired leases were last looked for (`time.monotonic()`)."""
         self._expiry_due = math.inf
         """When the next lease of another owner runs out (`time.monotonic()`), as last read."""
+        self._looked = False
+        """Whether expired leases were looked for yet."""
+        self._found: list[str] = []
+        """Runs with an expired lease that the last look found, for the next claim."""
         self._reserved: list[str] = []
         """Models of runs being created to start here at once (see `reserve`)."""
         self._claiming = 0
@@ -203,6 +207,8 @@ class RunExecutor:
                 refused.append(run_id)
         if refused:
             await self._store.release(self._owner, refused)
+        if self._adopt:
+            await self._look_after_claim()
 
     def _take(self, claimed: list[RunRecord]) -> tuple[list[RunRecord], list[str]]:
         """The claimed runs this process can take, and the ids of the others.
@@ -232,22 +238,43 @@ class RunExecutor:
         return [r for r in claimed if r.run_id not in self._handles]
 
     async def _claim_expired(self, free: int) -> list[RunRecord]:
-        """Runs whose owner died, looked for once per poll and when the next lease runs out.
+        """Runs whose owner died: those the last look found, or looked for now.
 
         Leases expire with time, not on a wake: a run finishing here says nothing new. The
-        same look reads when the next lease of another owner runs out, so that a process
-        on standby takes over its runs then, not up to a poll later.
+        look is made here, before the queue is claimed, at the first claim (a restarted
+        process resumes its own runs first) and once the next lease of another owner ran
+        out (a process on standby takes over its runs then, not up to a poll later);
+        otherwise once per poll at the end of a claim (`_look_after_claim`), and what it
+        found is claimed here by the next claim, still before the queue.
         """
-        now = time.monotonic()
-        if free <= 0 or (now < self._expired_checked + _POLL_S and now < self._expiry_due):
+        if free <= 0:
             return []
-        self._expired_checked = now
+        if not self._looked or time.monotonic() >= self._expiry_due:
+            await self._look_for_expired()
+        found, self._found = self._found, []
+        return await self._claim_ids(found, free)
+
+    async def _look_after_claim(self) -> None:
+        """Look for expired leases once per poll, while the runs just claimed execute.
+
+        Made at the start of a claim, the look's reads (in reader threads) left the loop
+        idle whenever no run was executing, as when a batch of runs has just finished.
+        """
+        if time.monotonic() < self._expired_checked + _POLL_S:
+            return
+        await self._look_for_expired()
+        if self._found:
+            self.wake()
+
+    async def _look_for_expired(self) -> None:
+        """Read which runs' leases expired and when the next one of another owner runs out."""
+        now = time.monotonic()
+        self._looked, self._expired_checked = True, now
         expired, next_in = await asyncio.gather(
             self._store.expired_runs(), self._store.lease_expires_in(self._owner)
         )
         self._expiry_due = math.inf if next_in is None else now + next_in + _LATE_S
-        wanted = [r.run_id for r in expired if self._runnable(r)]
-        return await self._claim_ids(wanted, free)
+        self._found = [r.run_id for r in expired if self._runnable(r)]
 
     async def _claim_pending(self, free: int) -> list[RunRecord]:
         """The first queued runs, by priority then age, in one statement.

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 from harness import Agent, Harness, Message, ModelRequest, tool
+from harness.core.events import RunEvent, RunFinished
 from harness.core.states import RunState
 from harness.gateway.scripted import FunctionModel, call, reply
 from harness.runtime import Settings
@@ -137,8 +138,36 @@ async def queued_s(runs: int, concurrency: int, home: Path) -> tuple[float, floa
     async with Harness(
         Settings(home=home), agents=(agent(0),), max_concurrent=concurrency
     ) as worker:
-        await all_finished(worker, runs)
-        return time.perf_counter() - start, time.process_time() - cpu
+        await finished_on_bus(worker, runs)
+        took = time.perf_counter() - start, time.process_time() - cpu
+        await all_finished(worker, runs)  # the store agrees, outside the time taken
+        return took
+
+
+async def finished_on_bus(h: Harness, runs: int) -> None:
+    """Return once `runs` runs finished, as their committed `run_finished` events say.
+
+    Polling the store's count instead (`all_finished`) costs the process a count of the
+    finished runs every 10 ms: over 10,000 runs that grows into a measurable share of
+    the CPU measured. Events reach the bus only once committed.
+    """
+    done, finished = asyncio.Event(), [0]
+
+    def count(event: RunEvent) -> None:
+        if isinstance(event.payload, RunFinished):
+            finished[0] += 1
+            if finished[0] >= runs:
+                done.set()
+
+    stop = h.bus.subscribe(count)
+    try:  # a look at the store now and then, in case a run finished before the subscription
+        while not done.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), 1.0)
+            if not done.is_set() and await h.store.count_runs(RunState.COMPLETED) >= runs:
+                return
+    finally:
+        stop()
 
 
 async def all_finished(h: Harness, runs: int) -> None:

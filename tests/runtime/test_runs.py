@@ -2,8 +2,11 @@ import json
 from pathlib import Path
 
 from harness import Agent, Limits
+from harness.core.codec import result_to_dict
+from harness.core.messages import Message
+from harness.core.results import RunResult
 from harness.gateway.model import ModelSettings, ResponseFormat
-from harness.runtime.runs import agent_from_metadata, agent_metadata
+from harness.runtime.runs import agent_from_metadata, agent_metadata, result_data
 from harness.tools import ApprovalPolicy, ApprovalRule, tool
 
 
@@ -63,3 +66,38 @@ def test_an_agent_with_python_tools_cannot_travel() -> None:
         return "x"
 
     assert agent_metadata(Agent(tools=[local_only])) is None
+
+
+def test_result_data_keeps_what_the_codec_writes_of_data_validity_errors_and_detail() -> None:
+    plain = Agent(name="plain", model="m")
+    said = (Message.user("hi"), Message(role="assistant", content="ok"))
+    results = [
+        RunResult(run_id="r1", output="5", termination="final_answer", complete=True),
+        RunResult(
+            run_id="r2",
+            output="{}",
+            termination="max_steps",
+            complete=False,
+            messages=said,
+            detail="it used all 3 of its steps",
+            output_valid=False,
+            output_errors=("$.n: required",),
+        ),
+        RunResult(
+            run_id="r3",
+            output='{"n": 1}',
+            termination="final_answer",
+            complete=True,
+            messages=said,
+            data={"n": [1, None]},
+            output_valid=True,
+        ),
+    ]
+    keys = ("data", "output_valid", "output_errors", "detail")
+    for result in results:
+        encoded = result_to_dict(result)
+        expected = {key: encoded[key] for key in keys if key in encoded}
+        kept = result_data(result, plain)
+        assert kept == expected
+        assert list(kept) == list(expected)  # the same order: the same stored JSON
+    assert result_data(results[0], plain) == {}

@@ -816,6 +816,31 @@ async def test_release_frees_runs_for_other_owners(store: EventStore) -> None:
     assert run.owner == "w2"
 
 
+async def test_start_runs_moves_only_the_owners_pending_runs_to_running(
+    store: EventStore, clock: FakeClock
+) -> None:
+    for i in range(4):
+        await new_run(store, f"run_{i}")
+    await store.claim("w1", lease_s=60, run_ids=["run_0", "run_1", "run_2"])
+    await store.claim("w2", lease_s=60, run_ids=["run_3"])
+    assert await store.transition("run_2", {"PENDING"}, "CANCELLED") == []
+    clock.advance(5)
+    wanted = ["run_0", "run_1", "run_2", "run_3", "run_x"]
+    assert sorted(await store.start_runs("w1", wanted)) == ["run_0", "run_1"]
+    assert await store.start_runs("w1", ["run_0"]) == []  # RUNNING already
+    assert await store.start_runs("w1", []) == []
+    runs = {r.run_id: r for r in await store.list_runs(limit=None)}
+    assert {k: r.state for k, r in runs.items()} == {
+        "run_0": "RUNNING",
+        "run_1": "RUNNING",
+        "run_2": "CANCELLED",
+        "run_3": "PENDING",
+    }
+    assert (runs["run_0"].started_at, runs["run_0"].updated_at) == (START + 5, START + 5)
+    assert runs["run_3"].started_at is None
+    assert [e.type for e in await store.events("run_0")] == []  # no event is written
+
+
 async def test_claim_names_the_owner_it_took_each_run_from(
     store: EventStore, clock: FakeClock
 ) -> None:

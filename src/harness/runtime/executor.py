@@ -105,6 +105,10 @@ class RunExecutor:
         """When expired leases were last looked for (`time.monotonic()`)."""
         self._expiry_due = math.inf
         """When the next lease of another owner runs out (`time.monotonic()`), as last read."""
+        self._looked = False
+        """Whether expired leases were looked for yet."""
+        self._found: list[str] = []
+        """Runs with an expired lease that the last look found, for the next claim."""
         self._reserved: list[str] = []
         """Models of runs being created to start here at once (see `reserve`)."""
         self._claiming = 0
@@ -180,7 +184,10 @@ class RunExecutor:
         """Claim as many runs as there is room for, in one statement per kind, and start them.
 
         The free slots are held while the claim and its reads are in flight, so that a
-        submit meanwhile (`reserve`) does not take one of them too.
+        submit meanwhile (`reserve`) does not take one of them too; once the claimed runs
+        this process can take are known, those runs hold their slots instead. Queued runs
+        that never ran move to RUNNING in one write for the batch (`start_runs`), once
+        the batch's messages are read.
         """
         free = self._max - len(self._handles) + len(self._parked) - len(self._reserved)
         free -= len(self._woken)
@@ -188,54 +195,102 @@ class RunExecutor:
             return
         self._claiming = free
         try:
-            new, history, messages = await self._claim_free(free)
+            claimed = await self._claim_free(free)
         finally:
             self._claiming = 0
             if self._woken:
                 self._grant()
+        taken, refused = self._take(claimed)
+        try:
+            history, messages = await self._histories(taken)
+            # Only once they can start: a run moved to RUNNING and left would wait for its
+            # lease to run out, and then be taken over as if its owner had died.
+            fresh = [r.run_id for r in taken if _never_ran(r)]
+            started = await self._store.start_runs(self._owner, fresh) if fresh else []
+        finally:
+            for record in taken:
+                self._reserved.remove(record.model or "")
+        moved = set(started)
+        for record in taken:
+            run_id = record.run_id
+            if run_id in self._handles:
+                continue
+            if not _never_ran(record):
+                self._start_task(record, messages[run_id], events=history.get(run_id, []))
+            elif run_id in moved:
+                self._start_task(record, messages[run_id])
+            else:  # cancelled or taken since its claim
+                refused.append(run_id)
+        if refused:
+            await self._store.release(self._owner, refused)
+        if self._adopt:
+            await self._look_after_claim()
+
+    def _take(self, claimed: list[RunRecord]) -> tuple[list[RunRecord], list[str]]:
+        """The claimed runs this process can take, and the ids of the others.
+
+        Each run taken holds a slot and its model's room (`_reserved`) until it starts.
+        """
+        taken: list[RunRecord] = []
         refused: list[str] = []
-        for record in new:
+        for record in claimed:
             if record.run_id in self._handles:
                 continue
             if self._fits(record):
-                events = history.get(record.run_id, [])
-                self._start_task(record, messages[record.run_id], events=events)
+                self._reserved.append(record.model or "")
+                taken.append(record)
             else:
                 refused.append(record.run_id)
-        if refused:
-            await self._store.release(self._owner, refused)
+        return taken, refused
 
-    async def _claim_free(
-        self, free: int
-    ) -> tuple[list[RunRecord], dict[str, list[RunEvent]], dict[str, list[Message]]]:
-        """Up to `free` runs claimed (not started here yet), with their events and messages."""
+    async def _claim_free(self, free: int) -> list[RunRecord]:
+        """Up to `free` runs claimed, not started here yet."""
         if self._adopt:
             claimed = await self._claim_expired(free)
             claimed += await self._claim_pending(free - len(claimed))
         else:  # only our own runs that wait for room: the claim checks their state
             wanted = [run_id for run_id in self.own if run_id not in self._handles]
             claimed = await self._claim_ids(wanted, free)
-        new = [r for r in claimed if r.run_id not in self._handles]
-        history, messages = await self._histories(new)
-        return new, history, messages
+        return [r for r in claimed if r.run_id not in self._handles]
 
     async def _claim_expired(self, free: int) -> list[RunRecord]:
-        """Runs whose owner died, looked for once per poll and when the next lease runs out.
+        """Runs whose owner died: those the last look found, or looked for now.
 
         Leases expire with time, not on a wake: a run finishing here says nothing new. The
-        same look reads when the next lease of another owner runs out, so that a process
-        on standby takes over its runs then, not up to a poll later.
+        look is made here, before the queue is claimed, at the first claim (a restarted
+        process resumes its own runs first) and once the next lease of another owner ran
+        out (a process on standby takes over its runs then, not up to a poll later);
+        otherwise once per poll at the end of a claim (`_look_after_claim`), and what it
+        found is claimed here by the next claim, still before the queue.
         """
-        now = time.monotonic()
-        if free <= 0 or (now < self._expired_checked + _POLL_S and now < self._expiry_due):
+        if free <= 0:
             return []
-        self._expired_checked = now
+        if not self._looked or time.monotonic() >= self._expiry_due:
+            await self._look_for_expired()
+        found, self._found = self._found, []
+        return await self._claim_ids(found, free)
+
+    async def _look_after_claim(self) -> None:
+        """Look for expired leases once per poll, while the runs just claimed execute.
+
+        Made at the start of a claim, the look's reads (in reader threads) left the loop
+        idle whenever no run was executing, as when a batch of runs has just finished.
+        """
+        if time.monotonic() < self._expired_checked + _POLL_S:
+            return
+        await self._look_for_expired()
+        if self._found:
+            self.wake()
+
+    async def _look_for_expired(self) -> None:
+        """Read which runs' leases expired and when the next one of another owner runs out."""
+        now = time.monotonic()
+        self._looked, self._expired_checked = True, now
         expired, next_in = await asyncio.gather(
             self._store.expired_runs(), self._store.lease_expires_in(self._owner)
         )
         self._expiry_due = math.inf if next_in is None else now + next_in + _LATE_S
-        wanted = [r.run_id for r in expired if self._runnable(r)]
-        return await self._claim_ids(wanted, free)
+        self._found = [r.run_id for r in expired if self._runnable(r)]
 
     async def _claim_pending(self, free: int) -> list[RunRecord]:
         """The first queued runs, by priority then age, in one statement.
@@ -273,7 +328,7 @@ class RunExecutor:
         """
         if not records:
             return {}, {}
-        ran = [r.run_id for r in records if r.state != RunState.PENDING or r.last_seq > 1]
+        ran = [r.run_id for r in records if not _never_ran(r)]
         events, messages = await asyncio.gather(
             self._store.events_of_runs(ran) if ran else _no_events(),
             self._store.messages_of_runs([r.run_id for r in records]),
@@ -317,8 +372,9 @@ class RunExecutor:
     ) -> None:
         """Execute `record` from its `messages`.
 
-        `events` is `None` for a run launched here (created RUNNING), and the events of a
-        claimed run otherwise (`[]` when it never ran).
+        `events` is `None` for a run RUNNING here already that never ran (created RUNNING
+        by a submit here, or a queued run moved to RUNNING with its claimed batch), and
+        the events of a claimed run otherwise.
         """
         if self._on_start is not None:
             self._on_start(record)
@@ -694,6 +750,11 @@ class _Slot:
 
 async def _no_events() -> list[RunEvent]:
     return []
+
+
+def _never_ran(record: RunRecord) -> bool:
+    """Whether a claimed run is queued and never ran: no events but `run_submitted`."""
+    return record.state == RunState.PENDING and record.last_seq <= 1
 
 
 def _unrecorded(run_id: str, exc: StoreError) -> StoreError:

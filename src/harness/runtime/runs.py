@@ -147,8 +147,17 @@ def result_data(result: RunResult, agent: AgentSpec) -> dict[str, Any]:
     A valid `data` is stored in the JSON form of the agent's output type (models inside
     lists and dicts included).
     """
+    if result.data is None:  # the fields as `result_to_dict` writes them, without its messages
+        kept: dict[str, Any] = {}
+        if result.output_valid is not None:
+            kept["output_valid"] = result.output_valid
+        if result.output_errors:
+            kept["output_errors"] = list(result.output_errors)
+        if result.detail is not None:
+            kept["detail"] = result.detail
+        return kept
     spec = agent.output_spec
-    if spec is not None and result.output_valid and result.data is not None:
+    if spec is not None and result.output_valid:
         result = dataclasses.replace(result, data=spec.dump(result.data))
     encoded = result_to_dict(result)
     return {key: encoded[key] for key in _RESULT_DATA if key in encoded}

@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, Final
 
+from harness.core.states import RunState
 from harness.store._notices import notify
 from harness.store._rows import CONTROL_COLUMNS, RUN_COLUMNS, control_from_row, run_from_row, wrap
 from harness.store._sql import Db, Dialect, Row, marks
 from harness.store.errors import StoreConflict
 from harness.store.protocol import Control, ControlKind, RunRecord
 
-__all__ = ["claim", "release", "renew", "send_control", "take_controls"]
+__all__ = ["claim", "release", "renew", "send_control", "start", "take_controls"]
 
 _OWNER: Final = RUN_COLUMNS.split(", ").index("owner")
 """Where `owner` is in a row of `RUN_COLUMNS`; `lease_expires_at` follows it."""
@@ -63,6 +64,22 @@ def _leased(row: Row, owner: str, lease: float) -> RunRecord:
     """The run of `row` as it is once leased to `owner`, naming who held it before."""
     taken = (*row[:_OWNER], owner, lease, *row[_OWNER + 2 :])
     return run_from_row(taken, previous_owner=row[_OWNER])
+
+
+def start(db: Db, owner: str, run_ids: Collection[str], now: float) -> list[str]:
+    """Move the PENDING runs among `run_ids` that `owner` holds to RUNNING, in one statement.
+
+    Returns the ids moved (in no order); a run cancelled, or taken by another owner, since
+    its claim is left as it is.
+    """
+    if not run_ids:
+        return []
+    rows = db.query(
+        "UPDATE runs SET state = ?, started_at = COALESCE(started_at, ?), updated_at = ? "
+        f"WHERE state = ? AND owner = ? AND run_id IN ({marks(len(run_ids))}) RETURNING run_id",
+        (str(RunState.RUNNING), now, now, str(RunState.PENDING), owner, *run_ids),
+    )
+    return [row[0] for row in rows]
 
 
 def renew(db: Db, owner: str, run_ids: Collection[str], *, lease_s: float, now: float) -> list[str]:

@@ -188,10 +188,11 @@ def encode_usage(usage: Usage) -> str:
 
 def run_from_row(row: Row, previous_owner: str | None = None) -> RunRecord:
     """A `RunRecord` from a row selected with `RUN_COLUMNS` (`previous_owner`: `claim`'s)."""
+    usage = _NO_USAGE if row[11] == _NO_USAGE_TEXT else usage_from_dict(loads(row[11]))
     return RunRecord(
         run_id=row[0],
         agent=row[1],
-        state=RunState(row[2]),
+        state=_STATES.get(row[2]) or RunState(row[2]),
         task=row[3],
         resumed_from=row[4],
         model=row[5],
@@ -200,9 +201,9 @@ def run_from_row(row: Row, previous_owner: str | None = None) -> RunRecord:
         updated_at=float(row[8]),
         started_at=_float(row[9]),
         finished_at=_float(row[10]),
-        usage=usage_from_dict(loads(row[11])),
+        usage=usage,
         result=row[12],
-        termination=cast(TerminationReason | None, row[13]),
+        termination=cast("TerminationReason | None", row[13]),  # a string: no Union per row
         error=row[14],
         owner=row[15],
         lease_expires_at=_float(row[16]),
@@ -221,6 +222,15 @@ def run_from_row(row: Row, previous_owner: str | None = None) -> RunRecord:
     )
 
 
+_STATES: Final[Mapping[str, RunState]] = {str(state): state for state in RunState}
+"""Each stored state's member, looked up rather than called (`RunState(text)` only names
+an unknown one in its error)."""
+_NO_USAGE: Final = Usage()
+_NO_USAGE_TEXT: Final = encode_usage(_NO_USAGE)
+"""The usage every run is created with (`_writes.create_run`), decoded once: one shared
+frozen `Usage` for every run that used nothing yet."""
+
+
 def control_from_row(row: Row) -> Control:
     """A `Control` from a row selected with `CONTROL_COLUMNS`."""
     return Control(
@@ -230,10 +240,6 @@ def control_from_row(row: Row) -> Control:
         created_at=float(row[3]),
         payload=unwrap(row[4]),
     )
-
-
-_NO_USAGE: Final = Usage()
-"""The children's usage of a run without children (no column written)."""
 
 
 def _float(value: Any) -> float | None:

@@ -261,6 +261,11 @@ class SqlStore:
             )
         )
 
+    async def start_runs(self, owner: str, run_ids: Collection[str]) -> list[str]:
+        """Move `owner`'s PENDING runs among `run_ids` to RUNNING; see `EventStore`."""
+        now, ids = self._clock.now(), tuple(run_ids)
+        return await self._write(lambda db: _leases.start(db, owner, ids, now))
+
     async def renew(self, owner: str, run_ids: Collection[str], *, lease_s: float) -> list[str]:
         """Extend `owner`'s leases; returns the ids it still holds."""
         now, ids = self._clock.now(), tuple(run_ids)

@@ -508,6 +508,16 @@ class EventStore(Protocol):
         """
         ...
 
+    async def start_runs(self, owner: str, run_ids: Collection[str]) -> list[str]:
+        """Move the runs among `run_ids` that are PENDING and leased to `owner` to RUNNING.
+
+        One write for a claimed batch, where `transition` is one per run: it stamps
+        `started_at` (if unset) and `updated_at`, and writes no event. Returns the ids it
+        moved, in no particular order; the others (cancelled or taken over since their
+        claim, or not PENDING) are left as they are.
+        """
+        ...
+
     async def renew(self, owner: str, run_ids: Collection[str], *, lease_s: float) -> list[str]:
         """Extend the leases `owner` holds; returns the ids it still holds (others are lost)."""
         ...

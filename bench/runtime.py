@@ -21,6 +21,7 @@ import gc
 import json
 import os
 import resource
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -330,7 +331,10 @@ def postgres(store: str, scratch: str) -> Iterator[str | None]:
     elif store != "postgres":
         yield store
     else:
-        directory, script = str(Path(scratch) / "pg"), ROOT / ".ci" / "postgres.sh"
+        # a directory of its own: the server runs as `postgres`, which cannot enter a
+        # root user's 0700 scratch directory
+        directory = tempfile.mkdtemp(prefix="bench-pg-", dir=Path(scratch).parent)
+        script = ROOT / ".ci" / "postgres.sh"
         started = subprocess.run(
             ["bash", str(script), "start", directory],
             env={**os.environ, "HARNESS_PG_NO_INSTALL": "1"},
@@ -344,6 +348,7 @@ def postgres(store: str, scratch: str) -> Iterator[str | None]:
             yield started.stdout.strip().splitlines()[-1]
         finally:
             subprocess.run(["bash", str(script), "stop", directory], capture_output=True)
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def fresh_store(args: argparse.Namespace) -> str | None:

@@ -62,6 +62,7 @@ __all__ = [
     "ToolCallRef",
     "ToolCompleted",
     "ToolStarted",
+    "TriggerFired",
     "payloads",
     "summarize",
 ]
@@ -92,6 +93,7 @@ EventType = Literal[
     "run_finished",
     "run_failed",
     "run_cancelled",
+    "trigger_fired",
 ]
 """Every event type. Types may be added; they are never renamed."""
 
@@ -131,7 +133,7 @@ def _from_text_unrecorded(payload: Any, _value: Any) -> bool:
 
 
 class EventPayload:
-    """The details of one event: the base of the 25 event classes."""
+    """The details of one event: the base of the 26 event classes."""
 
     __slots__ = ()
     type: ClassVar[EventType]
@@ -608,6 +610,21 @@ class RunCancelled(EventPayload):
     """Why, if they said."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TriggerFired(EventPayload):
+    """A trigger started this run on an event of another run (`Harness.on`, `[[triggers]]`)."""
+
+    type: ClassVar[EventType] = "trigger_fired"
+    trigger: str
+    """The trigger's name."""
+    source_run_id: str
+    """The run whose event fired it."""
+    source_seq: int
+    """The `seq` of that event in its run."""
+    source_event: str
+    """That event's type."""
+
+
 EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
     cls.type: cls
     for cls in (
@@ -636,6 +653,7 @@ EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
         RunFinished,
         RunFailed,
         RunCancelled,
+        TriggerFired,
     )
 }
 """The payload class of each event type."""

@@ -48,11 +48,13 @@ async def test_the_feed_has_every_runs_events_of_the_types_asked_in_commit_order
     assert hints([e.event for e in page.entries]) == ["a1", "b1", "a2"]
     assert [(e.event.run_id, e.event.seq) for e in page.entries] == [(a, 1), (b, 1), (a, 4)]
     positions = [e.position for e in page.entries]
-    assert positions == sorted(positions) and len(set(positions)) == 3
+    assert positions == sorted(positions)
+    assert len(set(positions)) == 3
     assert page.end >= positions[-1]
     assert page.end == await store.feed_end()
     again = await store.read_feed(page.end, types=["hint_injected"])
-    assert again.entries == () and again.end == page.end  # nothing new: nothing again
+    assert again.entries == ()
+    assert again.end == page.end
     await write(store, b, hint("b2"))
     later = await store.read_feed(page.end, types=["hint_injected", "step_started"])
     assert hints([e.event for e in later.entries]) == ["b2"]
@@ -101,7 +103,9 @@ async def test_cursors_start_once_and_move_only_forward(
     assert (await store.feed_cursors(["t3"]))["t3"] == two
 
 
-async def test_two_stores_on_one_database_read_the_same_feed(target: str, store: EventStore) -> None:
+async def test_two_stores_on_one_database_read_the_same_feed(
+    target: str, store: EventStore
+) -> None:
     start = await store.feed_end()
     async with await open_store(target) as other:
         a = await run(store, "run_a")

@@ -57,12 +57,14 @@ if TYPE_CHECKING:
     from harness.observability.metrics import MetricsSubscriber
     from harness.runtime._agents_config import Overrides, overrides_of
     from harness.runtime._catalog import AgentCatalog
+    from harness.runtime._trigger_rules import Trigger
     from harness.runtime.bus import EventBus
     from harness.runtime.executor import RunExecutor
     from harness.runtime.experiments import assign_variant
     from harness.runtime.resources import AgentResources, private_directories
     from harness.runtime.runs import agent_metadata
     from harness.runtime.settings import Settings, load_settings
+    from harness.runtime.triggers import Firing, TriggerEngine
     from harness.store import open_store
     from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord, RunUpdate
     from harness.tools import ApprovalHandler, AuditLog
@@ -146,6 +148,7 @@ class Harness:
         """The run metrics, when kept (`metrics=`); `None` otherwise."""
         self._trace_export = traces
         self._traces: LiveTraces | None = None
+        self._trigger_engine: TriggerEngine | None = None
 
     @property
     def store(self) -> EventStore:
@@ -194,6 +197,7 @@ class Harness:
                 live_steps=self._live_steps,
             )
             self._executor.start()
+            self._start_triggers()
 
     def _keep_metrics(self, metrics: MetricsSubscriber) -> None:
         """Count every committed event, and read the gauges from here at each scrape."""
@@ -238,6 +242,8 @@ class Harness:
 
     async def aclose(self) -> None:
         """Stop executing (leases are released), close models, MCP servers and the store."""
+        if self._trigger_engine is not None:
+            await self._trigger_engine.stop()
         if self._executor is not None:
             await self._executor.stop()
             self._executor = None
@@ -252,6 +258,99 @@ class Harness:
     def register(self, agent: AgentSpec) -> None:
         """Let this process execute runs of `agent` (matched by name)."""
         self._agents.register(agent)
+
+    def on(
+        self,
+        event_type: str,
+        match: Mapping[str, Any] | None = None,
+        *,
+        start: AgentSpec | str,
+        task: str,
+        name: str | None = None,
+        task_type: str | None = None,
+        priority: int = 0,
+        reentrant: bool = False,
+    ) -> Trigger:
+        """Start a run of `start` on every committed event of `event_type` that matches.
+
+        Fires exactly once per matching event, whichever process on the store commits it,
+        also across crashes; only on events committed after the trigger's name was first
+        seen on the store. It runs in this process while it executes runs
+        (docs/architecture.md, "Triggers").
+
+            h.on("run_finished", {"agent": "coder"}, start=reviewer,
+                 task="Review the work of run {run_id}: {result}")
+
+        Args:
+            event_type: The event type, e.g. `run_finished`.
+            match: Field → value (or list of values, any of which matches), all of which
+                must match: the event's fields and its run's (`agent`, `task_type`,
+                `state`, ...; see `harness.runtime._trigger_rules`).
+            start: The agent to start, or its name.
+            task: The started run's task: `{field}`s of the event and its run are filled in.
+            name: Unique on the store: it keys the trigger's cursor and its runs' ids;
+                by default `AGENT-on-EVENT_TYPE`.
+            task_type: The started runs' task type.
+            priority: The started runs' priority.
+            reentrant: Also fire on events of runs this trigger started.
+
+        Raises:
+            ConfigError: Unknown event type, agent, match field or placeholder, a bad
+                value, or a name another trigger has; nothing is registered.
+        """
+        from harness.runtime._trigger_rules import make_trigger
+
+        check_task_type(task_type)
+        agent = self._agents.base_for(start, None)
+        trigger = make_trigger(
+            name=name or f"{agent.name}-on-{event_type}",
+            event=event_type,
+            match=match,
+            start=agent.name,
+            task=task,
+            task_type=task_type,
+            priority=priority,
+            reentrant=reentrant,
+        )
+        self._triggers().add(trigger)
+        self.register(agent)
+        if self._executor is not None:
+            self._start_triggers()
+        return trigger
+
+    @property
+    def triggers(self) -> tuple[Trigger, ...]:
+        """The triggers this process fires: `on`'s, and `[[triggers]]` of harness.toml."""
+        return self._trigger_engine.triggers if self._trigger_engine is not None else ()
+
+    def _triggers(self) -> TriggerEngine:
+        if self._trigger_engine is None:
+            from harness.runtime.triggers import TriggerEngine
+
+            self._trigger_engine = TriggerEngine(lambda: self.store, self._start_triggered)
+            self.bus.subscribe(self._trigger_engine.notice)
+        return self._trigger_engine
+
+    def _start_triggers(self) -> None:
+        """Fire triggers while executing: `on`'s, and harness.toml's when adopting runs."""
+        if self._adopt and self.settings.triggers:
+            engine = self._triggers()
+            for trigger in self.settings.triggers:
+                if trigger.name not in {t.name for t in engine.triggers}:
+                    engine.add(trigger)
+        if self._trigger_engine is not None and self._trigger_engine.triggers:
+            self._trigger_engine.start()
+
+    async def _start_triggered(self, firing: Firing) -> str:
+        """Create the run of one firing, with its `trigger_fired` event."""
+        trigger = firing.trigger
+        return await self.submit(
+            trigger.start,
+            firing.task,
+            task_type=trigger.task_type,
+            priority=trigger.priority,
+            _origin=firing,
+        )
 
     def limits_of(self, record: RunRecord) -> Limits | None:
         """The limits `record` executes under, as a worker here would apply them.
@@ -277,6 +376,7 @@ class Harness:
         task_type: str | None = None,
         experiment_key: str | None = None,
         overrides: Overrides | None = None,
+        _origin: Firing | None = None,
     ) -> str:
         """Queue a run of `agent` on `task` and return its id; it starts when there is room.
 
@@ -295,6 +395,8 @@ class Harness:
             experiment_key: What assigns the variant of an experiment whose `key` is
                 `"user"` (a user id …): the same key always gets the same variant.
             overrides: Values that win over every level of configuration.
+            _origin: Internal: the trigger firing this run comes from (its derived id,
+                metadata and `trigger_fired` event, created with the run).
 
         Raises:
             ConfigError: `task_type` is not a valid label, no agent has the name given, or
@@ -303,7 +405,7 @@ class Harness:
         """
         check_task_type(task_type)
         base = self._agents.base_for(agent, task_type)
-        run_id = new_id("run")
+        run_id = new_id("run") if _origin is None else _origin.run_id
         variant = await self._variant(base, task_type, run_id, experiment_key, parent_run_id)
         agent = self._agents.effective(
             base, task_type=task_type, variant=variant, overrides=overrides
@@ -318,6 +420,8 @@ class Harness:
         metadata: dict[str, Any] = {"agent": portable} if portable else {}
         if overrides is not None:
             metadata["overrides"] = overrides.to_dict()
+        if _origin is not None:
+            metadata.update(_origin.metadata)
         # A run this process can start now never waits in the queue: it skips the bound,
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
@@ -358,8 +462,9 @@ class Harness:
                 variant=run.variant,
             )
         )
+        events = [submitted] if _origin is None else [submitted, NewEvent(payload=_origin.event)]
         try:
-            created = await self.store.create_run(run, events=[submitted], messages=messages)
+            created = await self.store.create_run(run, events=events, messages=messages)
         except BaseException:
             if local and self._executor is not None:
                 self._executor.unreserve(model)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from harness.runtime._agents_config import AgentConfig, ExperimentConfig, TaskTypeConfig
     from harness.runtime._config_file import FileConfig
+    from harness.runtime._trigger_rules import Trigger
     from harness.tools.mcp import MCPServerConfig
 
 __all__ = [
@@ -117,6 +118,8 @@ class Settings:
     """Keys set by environment variables, with the variable (for `harness config show`)."""
     server: ServerConfig = field(default_factory=ServerConfig)
     """The `[server]` table: tokens and limits of `harness serve`."""
+    triggers: tuple[Trigger, ...] = ()
+    """The `[[triggers]]` tables, checked (`Harness.on` for the same in Python)."""
 
     def source_of(self, loc: tuple[str, ...]) -> str:
         """Where key `loc` of the file was set: `harness.toml` or a variable."""
@@ -386,7 +389,12 @@ def _configured(
 ) -> dict[str, Any]:
     """The `Settings` fields of agents, task types and experiments."""
     from harness.runtime._catalog import entry_point_names
-    from harness.runtime._settings_agents import agents_of, experiments_of, task_types_of
+    from harness.runtime._settings_agents import (
+        agents_of,
+        experiments_of,
+        task_types_of,
+        triggers_of,
+    )
 
     agents = agents_of(
         config,
@@ -415,4 +423,5 @@ def _configured(
             }
         ),
         "env_keys": dict(sources.env),
+        "triggers": triggers_of(config, agents=exists, problem=sources.problem),
     }

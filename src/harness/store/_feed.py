@@ -42,9 +42,7 @@ def end(db: Db, d: Dialect) -> FeedPosition:
     return FeedPosition(pos=int(db.query("SELECT COALESCE(MAX(rowid), 0) FROM events")[0][0]))
 
 
-def read(
-    db: Db, d: Dialect, after: FeedPosition, types: Sequence[str], limit: int
-) -> FeedPage:
+def read(db: Db, d: Dialect, after: FeedPosition, types: Sequence[str], limit: int) -> FeedPage:
     """Events of `types` after `after`, in feed order; see `EventStore.read_feed`."""
     stop = _stop(db, d, after)
     if stop <= after or not types:

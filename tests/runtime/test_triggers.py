@@ -19,7 +19,7 @@ from harness.store.protocol import RunRecord
 
 sys.path.insert(0, str(Path(__file__).parent / "processes"))
 
-from trigger_agents import REVIEW, coder, reviewer  # noqa: E402
+from trigger_agents import REVIEW, coder, reviewer
 
 
 def harness(tmp_path: Path, store: str, **kwargs: Any) -> Harness:
@@ -276,7 +276,8 @@ def test_a_bad_trigger_table_names_the_file_and_the_key(
 def test_two_trigger_tables_may_not_share_a_name(tmp_path: Path) -> None:
     table = '[[triggers]]\non = "run_finished"\nstart = "reviewer"\ntask = "x"\n'
     write_config(tmp_path, table + table)
-    with pytest.raises(ConfigError, match="key 'triggers.1.name': two triggers are named"):
+    problem = "key 'triggers.1.name': two triggers are named"
+    with pytest.raises(ConfigError, match=_escaped(problem)):
         load_settings(tmp_path)
 
 

@@ -197,7 +197,7 @@ class Harness:
                 live_steps=self._live_steps,
             )
             self._executor.start()
-            self._start_triggers()
+            await self._start_triggers()
 
     def _keep_metrics(self, metrics: MetricsSubscriber) -> None:
         """Count every committed event, and read the gauges from here at each scrape."""
@@ -314,8 +314,8 @@ class Harness:
         )
         self._triggers().add(trigger)
         self.register(agent)
-        if self._executor is not None:
-            self._start_triggers()
+        if self._executor is not None:  # open: its cursor is stored at the engine's next read
+            self._triggers().start()
         return trigger
 
     @property
@@ -331,15 +331,21 @@ class Harness:
             self.bus.subscribe(self._trigger_engine.notice)
         return self._trigger_engine
 
-    def _start_triggers(self) -> None:
-        """Fire triggers while executing: `on`'s, and harness.toml's when adopting runs."""
+    async def _start_triggers(self) -> None:
+        """Fire triggers while executing: `on`'s, and harness.toml's when adopting runs.
+
+        Each new trigger's cursor is stored before this returns: events committed from
+        here on fire it, even if this process dies at once.
+        """
         if self._adopt and self.settings.triggers:
             engine = self._triggers()
             for trigger in self.settings.triggers:
                 if trigger.name not in {t.name for t in engine.triggers}:
                     engine.add(trigger)
-        if self._trigger_engine is not None and self._trigger_engine.triggers:
-            self._trigger_engine.start()
+        engine = self._trigger_engine
+        if engine is not None and engine.triggers:
+            await engine.prepare()
+            engine.start()
 
     async def _start_triggered(self, firing: Firing) -> str:
         """Create the run of one firing, with its `trigger_fired` event."""

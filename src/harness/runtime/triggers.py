@@ -121,6 +121,10 @@ class TriggerEngine:
         if type(event.payload) in self._watched:
             self._wake.set()
 
+    async def prepare(self) -> None:
+        """Store the cursor of every trigger that has none yet, at the feed's end now."""
+        await self._start_cursors(self._store_of())
+
     def start(self) -> None:
         """Run in the background until `stop`."""
         if self._task is None:

@@ -19,9 +19,10 @@ from harness.runtime import Settings
 
 async def main(home: str, coder_latency_s: float, with_trigger: bool) -> None:
     agents = (coder(coder_latency_s), reviewer())
-    async with Harness(Settings(home=Path(home)), agents=agents, lease_s=1.0) as h:
-        if with_trigger:
-            h.on("run_finished", {"agent": "coder"}, start="reviewer", task=REVIEW, name="review")
+    h = Harness(Settings(home=Path(home)), agents=agents, lease_s=1.0)
+    if with_trigger:  # before opening: its cursor is stored once open
+        h.on("run_finished", {"agent": "coder"}, start="reviewer", task=REVIEW, name="review")
+    async with h:
         print("ready", h.owner, flush=True)
         await asyncio.Event().wait()
 

@@ -48,6 +48,7 @@ from harness.core.events import (
     ToolCallRef,
     ToolCompleted,
     ToolStarted,
+    TriggerFired,
 )
 from harness.core.usage import Usage
 
@@ -277,6 +278,12 @@ EMITTED: list[tuple[EventPayload, str]] = [
         '{"error":"boom","error_type":"RuntimeError","termination":"error"}',
     ),
     (RunCancelled(by="user:x", reason=None), '{"by":"user:x","reason":null}'),
+    (
+        TriggerFired(
+            trigger="review", source_run_id="run_1", source_seq=7, source_event="run_finished"
+        ),
+        '{"trigger":"review","source_run_id":"run_1","source_seq":7,"source_event":"run_finished"}',
+    ),
 ]
 """Each event as the emitters build it, and the payload JSON harness wrote for it before
 payloads were typed (same keys, same order, the same explicit nulls)."""

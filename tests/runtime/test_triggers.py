@@ -297,3 +297,28 @@ async def test_harness_toml_triggers_fire_in_a_process_that_adopts_runs(tmp_path
         await h.run("coder", "fix")
         (review,) = await settled(h, "reviewer", 1)
     assert review.task == "Review: patched: fix"
+
+
+async def test_a_triggered_run_renders_and_traces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli.render import JsonRenderer, LiveRenderer
+    from harness.observability.spans import TraceBuilder
+
+    async with harness(tmp_path, str(tmp_path / "h.db")) as h:
+        review_on(h, name="review")
+        coded = await h.run("coder", "fix it")
+        (review,) = await settled(h, "reviewer", 1)
+        events = [e async for e in h.events(review.run_id)]
+    live = LiveRenderer()
+    builder = TraceBuilder(review.run_id)
+    spans = []
+    for event in events:
+        live(event)
+        JsonRenderer()(event)
+        spans += builder.feed(event)
+    out = capsys.readouterr().out
+    assert "started by trigger review on run_finished #" in out
+    assert coded.run_id in out
+    assert '"type":"trigger_fired"' in out
+    assert spans  # the run's trace is whole: the trigger's event breaks nothing

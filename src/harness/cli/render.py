@@ -29,6 +29,7 @@ from harness.core.events import (
     StepStarted,
     ToolCompleted,
     ToolStarted,
+    TriggerFired,
 )
 from harness.core.usage import Usage
 from harness.observability import SpanData, TracedSpan
@@ -100,6 +101,11 @@ class LiveRenderer:
                 self._run_finished(p)
             case RunFailed(error=error):
                 self._print(f"[red bold]✘ run failed[/] [red]{escape(str(error))}[/]")
+            case TriggerFired() as p:
+                self._print(
+                    f"[magenta]↳ started by trigger {escape(p.trigger)}[/] on {p.source_event}"
+                    f" #{p.source_seq} of {escape(p.source_run_id)}"
+                )
             case _:
                 pass
 

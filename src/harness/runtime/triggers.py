@@ -74,6 +74,7 @@ class TriggerEngine:
         store: The store (read when the engine runs: the store may open after).
         start: Creates the run of one firing (the `Harness`'s submit).
         poll_s: How often the feed is read when nothing wakes the engine.
+        gather_s: How long after a wake the engine waits before it reads.
         save_every_s: How often cursors move while events flow and nothing fires.
     """
 
@@ -83,10 +84,11 @@ class TriggerEngine:
         start: Start,
         *,
         poll_s: float = 0.5,
+        gather_s: float = 0.05,
         save_every_s: float = 5.0,
     ) -> None:
         self._store_of, self._start = store, start
-        self._poll_s, self._save_every_s = poll_s, save_every_s
+        self._poll_s, self._gather_s, self._save_every_s = poll_s, gather_s, save_every_s
         self._triggers: dict[str, Trigger] = {}
         self._watched: frozenset[type[EventPayload]] = frozenset()
         self._cursors: dict[str, FeedPosition] = {}
@@ -150,25 +152,33 @@ class TriggerEngine:
             except HarnessError as exc:  # the store is busy or gone: try again next poll
                 _log.warning("triggers: %s", exc)
                 more = False
+            except Exception:  # a bug must not stop every trigger for good
+                _log.exception("triggers: reading the feed failed")
+                more = False
             if more:
                 continue
             seen = await self._wait(seen)
 
     async def _wait(self, seen: int) -> int:
-        """Until woken here, a notice from another process, or the next poll."""
-        if self._wake.is_set():
-            self._wake.clear()
-            return seen
-        woken = asyncio.ensure_future(self._wake.wait())
-        notice = asyncio.ensure_future(
-            self._store_of().wait_for_notice("events", seen, self._poll_s)
-        )
-        done, _ = await asyncio.wait({woken, notice}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (woken, notice):
-            task.cancel()
+        """Until woken here, a notice from another process, or the next poll.
+
+        Then `gather_s` more, so that one read takes every event committed meanwhile (a
+        burst of runs ending costs a few reads, not one each).
+        """
+        if not self._wake.is_set():
+            woken = asyncio.ensure_future(self._wake.wait())
+            notice = asyncio.ensure_future(
+                self._store_of().wait_for_notice("events", seen, self._poll_s)
+            )
+            try:
+                await asyncio.wait({woken, notice}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                woken.cancel()
+                notice.cancel()
+            if notice.done() and not notice.cancelled() and notice.exception() is None:
+                seen = notice.result()
+        await asyncio.sleep(self._gather_s)
         self._wake.clear()
-        if notice in done and not notice.cancelled() and notice.exception() is None:
-            return notice.result()
         return seen
 
     async def step(self) -> bool:
@@ -206,18 +216,14 @@ class TriggerEngine:
         Returns whether any matched, and where each trigger that could not fire an event
         stopped (that event's position).
         """
-        runs = await self._runs(store, {e.event.run_id for e in entries})
         firings: list[tuple[Trigger, FeedEntry]] = []
         for entry in entries:
-            run = runs.get(entry.event.run_id)
             for trigger in self._triggers.values():
-                if run is None or entry.position <= self._cursors[trigger.name]:
+                if entry.position <= self._cursors[trigger.name]:
                     continue
-                if trigger.fires_on(entry.event, run):
+                if trigger.fires_on(entry.event, entry.run):
                     firings.append((trigger, entry))
-        outcomes = await asyncio.gather(
-            *(self._fire(store, t, e, runs[e.event.run_id]) for t, e in firings)
-        )
+        outcomes = await asyncio.gather(*(self._fire(store, t, e) for t, e in firings))
         blocked: dict[str, FeedPosition] = {}
         for (trigger, entry), ok in zip(firings, outcomes, strict=True):
             if not ok:
@@ -225,20 +231,14 @@ class TriggerEngine:
                 blocked[trigger.name] = min(first, entry.position) if first else entry.position
         return bool(firings), blocked
 
-    async def _runs(self, store: EventStore, run_ids: Collection[str]) -> dict[str, RunRecord]:
-        records = await asyncio.gather(*(store.get_run(run_id) for run_id in run_ids))
-        return {r.run_id: r for r in records if r is not None}
-
-    async def _fire(
-        self, store: EventStore, trigger: Trigger, entry: FeedEntry, run: RunRecord
-    ) -> bool:
+    async def _fire(self, store: EventStore, trigger: Trigger, entry: FeedEntry) -> bool:
         """Start the run of one firing unless it exists; `False` when it could not start."""
         event = entry.event
         run_id = trigger_run_id(trigger.name, event)
         try:
             if await store.get_run(run_id) is not None:
                 return True  # fired before (by this process before a crash, or another)
-            await self._start(_firing(trigger, run_id, event, run))
+            await self._start(_firing(trigger, run_id, event, entry.run))
         except StoreConflict:
             return True  # another process started it first
         except HarnessError as exc:

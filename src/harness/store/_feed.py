@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 
-from harness.store._rows import event_from_body
+from harness.store._rows import RUN_COLUMNS, event_from_body, run_from_row
 from harness.store._sql import Db, Dialect, insert_rows, marks
 from harness.store.protocol import FeedEntry, FeedPage, FeedPosition
 
@@ -28,6 +28,8 @@ SCAN_ROWS: Final = 20_000
 """Events one read looks through at most, of any type: a reader far behind catches up
 in several reads, none of which holds a reader connection long."""
 
+_RUN: Final = ", ".join(f"r.{column.strip()}" for column in RUN_COLUMNS.split(","))
+"""The columns of the event's run, read with it (triggers match on them)."""
 _PG_HORIZON: Final = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 
 
@@ -50,20 +52,26 @@ def read(db: Db, d: Dialect, after: FeedPosition, types: Sequence[str], limit: i
     kinds = marks(len(types))
     if _postgres(d):
         rows = db.query(
-            "SELECT feed_tx, feed_pos, body FROM events WHERE (feed_tx, feed_pos) > (?, ?) "
-            f"AND (feed_tx, feed_pos) <= (?, ?) AND type IN ({kinds}) "
-            "ORDER BY feed_tx, feed_pos LIMIT ?",
+            f"SELECT e.feed_tx, e.feed_pos, e.body, {_RUN} FROM events e JOIN runs r "
+            "ON r.run_id = e.run_id WHERE (e.feed_tx, e.feed_pos) > (?, ?) "
+            f"AND (e.feed_tx, e.feed_pos) <= (?, ?) AND e.type IN ({kinds}) "
+            "ORDER BY e.feed_tx, e.feed_pos LIMIT ?",
             (after.tx, after.pos, stop.tx, stop.pos, *types, limit),
         )
     else:
         rows = db.query(
-            "SELECT 0, rowid, body FROM events WHERE rowid > ? AND rowid <= ? "
-            f"AND type IN ({kinds}) ORDER BY rowid LIMIT ?",
+            f"SELECT 0, e.rowid, e.body, {_RUN} FROM events e JOIN runs r "
+            "ON r.run_id = e.run_id WHERE e.rowid > ? AND e.rowid <= ? "
+            f"AND e.type IN ({kinds}) ORDER BY e.rowid LIMIT ?",
             (after.pos, stop.pos, *types, limit),
         )
     entries = tuple(
-        FeedEntry(position=FeedPosition(tx=int(tx), pos=int(pos)), event=event_from_body(body))
-        for tx, pos, body in rows
+        FeedEntry(
+            position=FeedPosition(tx=int(row[0]), pos=int(row[1])),
+            event=event_from_body(row[2]),
+            run=run_from_row(row[3:]),
+        )
+        for row in rows
     )
     full = len(entries) == limit
     return FeedPage(entries=entries, end=entries[-1].position if full else stop)

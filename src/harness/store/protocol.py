@@ -301,6 +301,8 @@ class FeedEntry:
     """Where the event is in the feed."""
     event: RunEvent
     """The event."""
+    run: RunRecord
+    """The event's run, as its row is when the feed is read (read with the event)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -565,7 +567,7 @@ class EventStore(Protocol):
     async def read_feed(
         self, after: FeedPosition, *, types: Collection[EventType], limit: int = 500
     ) -> FeedPage:
-        """Events of `types` committed after `after`, in the order they committed.
+        """Events of `types` committed after `after`, each with its run, in commit order.
 
         The feed of every run's events, for readers that must see each event once
         whichever process wrote it (triggers): an event committed after a read is never

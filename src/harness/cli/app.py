@@ -394,7 +394,16 @@ def main() -> None:
     """Entry point of the `harness` console script."""
     import importlib
 
-    for commands in ("agents", "cost", "experiments", "models", "runs", "serve", "stats"):
+    for commands in (
+        "agents",
+        "cost",
+        "experiments",
+        "models",
+        "runs",
+        "serve",
+        "stats",
+        "triggers",
+    ):
         importlib.import_module(f"harness.cli.{commands}")  # each adds its commands to `app`
 
     app()

@@ -204,7 +204,9 @@ def test_a_trigger_name_is_a_label_and_unique(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="trigger name 'a b' is not a label"):
         review_on(h, name="a b")
     review_on(h)
-    with pytest.raises(ConfigError, match="a trigger named 'reviewer-on-run_finished' exists"):
+    with pytest.raises(
+        ConfigError, match="a trigger named 'reviewer-on-run_finished' exists already"
+    ):
         review_on(h)
     assert [t.name for t in h.triggers] == ["reviewer-on-run_finished"]
 
@@ -322,3 +324,48 @@ async def test_a_triggered_run_renders_and_traces(
     assert coded.run_id in out
     assert '"type":"trigger_fired"' in out
     assert spans  # the run's trace is whole: the trigger's event breaks nothing
+
+
+def test_on_may_not_take_the_name_of_a_harness_toml_trigger(tmp_path: Path) -> None:
+    write_config(
+        tmp_path,
+        '[[triggers]]\nname = "review"\non = "run_finished"\nstart = "reviewer"\ntask = "x"\n',
+    )
+    h = Harness(load_settings(tmp_path), store=str(tmp_path / "h.db"))
+    with pytest.raises(ConfigError, match=_escaped("a trigger named 'review' is in harness.toml")):
+        review_on(h, name="review")
+
+
+async def test_a_trigger_that_cannot_start_its_run_waits_and_fires_once_it_can(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The queue is full when the coder's run ends: the event is not skipped, it fires later."""
+    from harness import Agent
+    from harness.gateway.scripted import FunctionModel
+
+    store = str(tmp_path / "h.db")
+    blocker = Agent(name="blocker", model=FunctionModel(lambda _: "done", latency_s=3600))
+    async with (
+        harness(tmp_path, store) as worker,  # executes the coder's run, fires nothing
+        Harness(
+            Settings(home=tmp_path),
+            store=store,
+            agents=(reviewer(), blocker),
+            max_concurrent=1,  # held by the blocker
+            max_queue=0,  # and no room to queue the reviewer's run
+            adopt=False,
+        ) as full,
+    ):
+        blocked = await full.submit(blocker, "hold the only slot")
+        review_on(full, name="review")
+        await asyncio.sleep(0.2)
+        coded = await worker.run("coder", "fix it")
+        async with asyncio.timeout(10):
+            while "cannot start" not in caplog.text:
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)  # polls go by: still nothing started, nothing skipped
+        assert await runs_of(full, "reviewer") == []
+        await full.cancel(blocked)
+        (review,) = await settled(full, "reviewer", 1)
+    assert source(review) == coded.run_id
+    assert "queue" in caplog.text

@@ -312,6 +312,10 @@ class Harness:
             priority=priority,
             reentrant=reentrant,
         )
+        if self._adopt and trigger.name in {t.name for t in self.settings.triggers}:
+            raise ConfigError(
+                f"a trigger named {trigger.name!r} is in harness.toml: give this one another name"
+            )
         self._triggers().add(trigger)
         self.register(agent)
         if self._executor is not None:  # open: its cursor is stored at the engine's next read
@@ -340,7 +344,7 @@ class Harness:
         if self._adopt and self.settings.triggers:
             engine = self._triggers()
             for trigger in self.settings.triggers:
-                if trigger.name not in {t.name for t in engine.triggers}:
+                if trigger not in engine.triggers:  # added already when opened before
                     engine.add(trigger)
         engine = self._trigger_engine
         if engine is not None and engine.triggers:

@@ -113,7 +113,9 @@ class TriggerEngine:
         from harness.errors import ConfigError
 
         if trigger.name in self._triggers:
-            raise ConfigError(f"a trigger named {trigger.name!r} exists already: name it")
+            raise ConfigError(
+                f"a trigger named {trigger.name!r} exists already: give this one another name"
+            )
         self._triggers[trigger.name] = trigger
         self._watched = frozenset(EVENT_CLASSES[t.event] for t in self._triggers.values())
         self._wake.set()

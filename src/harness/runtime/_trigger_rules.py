@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from harness.core.events import EVENT_CLASSES, RunEvent
+from harness.core.events import EVENT_CLASSES, EventType, RunEvent
 from harness.core.states import RunState
 from harness.errors import ConfigError
 
@@ -78,7 +78,7 @@ class Trigger:
     name: str
     """Unique among the store's triggers: it keys the trigger's durable cursor and the ids
     of the runs it starts."""
-    event: str
+    event: EventType
     """The event type it waits for, e.g. `run_finished`."""
     match: Mapping[str, tuple[Scalar, ...]]
     """Field name → the values that match (any of them); every field must match."""
@@ -155,7 +155,7 @@ def make_trigger(
     _check_template(name, task, (*fields, "trigger"))
     return Trigger(
         name=name,
-        event=event,
+        event=cast(EventType, event),
         match=checked,
         start=start,
         task=task,

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -185,18 +185,18 @@ class TriggerEngine:
 
     async def step(self) -> bool:
         """Read the feed once and fire what matches; `True` when there is more to read."""
-        if not self._triggers:
-            return False
         store = self._store_of()
         await self._start_cursors(store)
-        after = min(self._cursors[name] for name in self._triggers)
-        types = {t.event for t in self._triggers.values()}
-        page = await store.read_feed(after, types=types, limit=_PAGE)  # type: ignore[arg-type]
+        active = [t for t in self._triggers.values() if t.name in self._cursors]
+        if not active:
+            return False
+        after = min(self._cursors[t.name] for t in active)
+        page = await store.read_feed(after, types={t.event for t in active}, limit=_PAGE)
         self._read_at = max(page.end, self._read_at or page.end)
-        fired, blocked = await self._fire_all(store, page.entries)
-        for name, cursor in self._cursors.items():
-            stop = blocked.get(name)
-            self._cursors[name] = max(cursor, stop.before() if stop else page.end)
+        fired, blocked = await self._fire_all(store, active, page.entries)
+        for trigger in active:
+            cursor, stop = self._cursors[trigger.name], blocked.get(trigger.name)
+            self._cursors[trigger.name] = max(cursor, stop.before() if stop else page.end)
         await self._save(force=fired)
         return len(page.entries) == _PAGE and not blocked
 
@@ -211,7 +211,7 @@ class TriggerEngine:
         self._saved.update(started)
 
     async def _fire_all(
-        self, store: EventStore, entries: Collection[FeedEntry]
+        self, store: EventStore, triggers: Sequence[Trigger], entries: Collection[FeedEntry]
     ) -> tuple[bool, dict[str, FeedPosition]]:
         """Fire every matching event.
 
@@ -220,7 +220,7 @@ class TriggerEngine:
         """
         firings: list[tuple[Trigger, FeedEntry]] = []
         for entry in entries:
-            for trigger in self._triggers.values():
+            for trigger in triggers:
                 if entry.position <= self._cursors[trigger.name]:
                     continue
                 if trigger.fires_on(entry.event, entry.run):

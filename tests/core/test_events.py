@@ -53,6 +53,7 @@ from harness.core.events import (
     ToolCallRef,
     ToolCompleted,
     ToolStarted,
+    TriggerFired,
     WaitEnded,
 )
 from harness.core.usage import Usage
@@ -320,6 +321,12 @@ EMITTED: list[tuple[EventPayload, str]] = [
         ),
         '{"call_id":"c1","child_run_id":"run_1","state":"COMPLETED",'
         '"termination":"final_answer","usage":' + USAGE_JSON + "}",
+    ),
+    (
+        TriggerFired(
+            trigger="review", source_run_id="run_1", source_seq=7, source_event="run_finished"
+        ),
+        '{"trigger":"review","source_run_id":"run_1","source_seq":7,"source_event":"run_finished"}',
     ),
 ]
 """Each event as the emitters build it, and the payload JSON harness wrote for it before

@@ -404,6 +404,7 @@ def main() -> None:
         "serve",
         "stats",
         "tree",
+        "triggers",
     ):
         importlib.import_module(f"harness.cli.{commands}")  # each adds its commands to `app`
 

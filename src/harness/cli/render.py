@@ -35,6 +35,7 @@ from harness.core.events import (
     StepStarted,
     ToolCompleted,
     ToolStarted,
+    TriggerFired,
 )
 from harness.core.usage import Usage
 from harness.observability import SpanData, TracedSpan
@@ -128,6 +129,11 @@ class LiveRenderer:
             case MessageReceived() as p:
                 who = f"{p.sender_run} (agent {p.sender})" if p.sender_run else p.sender
                 self._print(f"  [magenta]✉ from {escape(who)}[/] {escape(p.content)}")
+            case TriggerFired() as p:
+                self._print(
+                    f"[magenta]↳ started by trigger {escape(p.trigger)}[/] on {p.source_event}"
+                    f" #{p.source_seq} of {escape(p.source_run_id)}"
+                )
             case _:
                 pass
 

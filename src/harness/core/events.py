@@ -67,6 +67,7 @@ __all__ = [
     "ToolCallRef",
     "ToolCompleted",
     "ToolStarted",
+    "TriggerFired",
     "WaitEnded",
     "payloads",
     "summarize",
@@ -104,6 +105,7 @@ EventType = Literal[
     "wait_ended",
     "message_sent",
     "message_received",
+    "trigger_fired",
 ]
 """Every event type. Types may be added; they are never renamed."""
 
@@ -730,6 +732,21 @@ class MessageReceived(EventPayload):
     """What it said, summarized."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TriggerFired(EventPayload):
+    """A trigger started this run on an event of another run (`Harness.on`, `[[triggers]]`)."""
+
+    type: ClassVar[EventType] = "trigger_fired"
+    trigger: str
+    """The trigger's name."""
+    source_run_id: str
+    """The run whose event fired it."""
+    source_seq: int
+    """The `seq` of that event in its run."""
+    source_event: str
+    """That event's type."""
+
+
 EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
     cls.type: cls
     for cls in (
@@ -764,6 +781,7 @@ EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
         WaitEnded,
         MessageSent,
         MessageReceived,
+        TriggerFired,
     )
 }
 """The payload class of each event type."""

@@ -27,6 +27,7 @@ __all__ = [
     "ExperimentEntry",
     "LimitsEntry",
     "TaskTypeEntry",
+    "TriggerEntry",
     "check_labels",
     "known_strategy",
 ]
@@ -228,6 +229,22 @@ class ExperimentEntry(BaseModel):
                 f"keep = {self.keep!r} is not a variant (variants: {', '.join(self.variants)})"
             )
         return self
+
+
+class TriggerEntry(BaseModel):
+    """One `[[triggers]]` table: start an agent on every matching event (`Harness.on`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(default=None, min_length=1)
+    on: str = Field(min_length=1)
+    match: dict[str, Any] = {}
+    start: str = Field(min_length=1)
+    task: str = Field(min_length=1)
+    task_type: str | None = None
+    priority: int = 0
+    reentrant: bool = False
+
+    _task_type_label = field_validator("task_type")(_label)
 
 
 def check_labels(names: dict[str, Any]) -> dict[str, Any]:

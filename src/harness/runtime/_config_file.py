@@ -20,6 +20,7 @@ from harness.runtime._config_agents import (
     ExperimentEntry,
     LimitsEntry,
     TaskTypeEntry,
+    TriggerEntry,
     check_labels,
     known_strategy,
 )
@@ -348,6 +349,7 @@ class FileConfig(BaseModel):
     agents: dict[str, AgentEntry] = {}
     task_types: dict[str, TaskTypeEntry] = {}
     experiments: dict[str, ExperimentEntry] = {}
+    triggers: list[TriggerEntry] = []
 
     _task_type_names = field_validator("task_types")(check_labels)
 

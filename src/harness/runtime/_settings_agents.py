@@ -23,9 +23,10 @@ from harness.runtime._agents_config import (
 )
 from harness.runtime._config_agents import AgentEntry, ExperimentEntry
 from harness.runtime._config_file import FileConfig
+from harness.runtime._trigger_rules import Trigger, make_trigger
 from harness.tools.approvals import ApprovalPolicy
 
-__all__ = ["Problem", "agents_of", "experiments_of", "task_types_of"]
+__all__ = ["Problem", "agents_of", "experiments_of", "task_types_of", "triggers_of"]
 
 Problem = Callable[[tuple[str, ...], str], str]
 """Formats a problem with a key: the file (or environment variable) and the key path."""
@@ -315,3 +316,42 @@ def _approvals(
         return entry.approvals.policy()
     except ConfigError as exc:
         raise ConfigError(problem((*where, "approvals", "rules"), str(exc))) from exc
+
+
+def triggers_of(
+    config: FileConfig, *, agents: Callable[[str], bool], problem: Problem
+) -> tuple[Trigger, ...]:
+    """The `[[triggers]]` tables, checked whole: agent, event type, match and template.
+
+    Raises:
+        ConfigError: A table names an unknown agent or event type, matches on or fills in
+            a field the event does not have, or reuses another trigger's name.
+    """
+    triggers: dict[str, Trigger] = {}
+    for index, entry in enumerate(config.triggers):
+        where = ("triggers", str(index))
+        if not agents(entry.start):
+            raise ConfigError(
+                problem(
+                    (*where, "start"),
+                    f"no agent named {entry.start!r}: define [agents.{entry.start}] "
+                    "(or install an entry point of that name)",
+                )
+            )
+        name = entry.name or f"{entry.start}-on-{entry.on}"
+        if name in triggers:
+            raise ConfigError(problem((*where, "name"), f"two triggers are named {name!r}"))
+        try:
+            triggers[name] = make_trigger(
+                name=name,
+                event=entry.on,
+                match=entry.match,
+                start=entry.start,
+                task=entry.task,
+                task_type=entry.task_type,
+                priority=entry.priority,
+                reentrant=entry.reentrant,
+            )
+        except ConfigError as exc:
+            raise ConfigError(problem(where, str(exc))) from exc
+    return tuple(triggers.values())

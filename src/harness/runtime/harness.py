@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from harness.observability.metrics import MetricsSubscriber
     from harness.runtime._agents_config import Overrides, overrides_of
     from harness.runtime._catalog import AgentCatalog
+    from harness.runtime._trigger_rules import Trigger
     from harness.runtime.bus import EventBus
     from harness.runtime.child_limits import ChildLimits
     from harness.runtime.children import ChildOf, ChildRunner, cascade
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from harness.runtime.runs import RunHandle, agent_metadata
     from harness.runtime.settings import Settings, load_settings
     from harness.runtime.sink import StoreSink
+    from harness.runtime.triggers import Firing, TriggerEngine
     from harness.store import open_store
     from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord, RunUpdate
     from harness.tools import ApprovalHandler, AuditLog, ChildRuns
@@ -153,6 +155,7 @@ class Harness:
         """The run metrics, when kept (`metrics=`); `None` otherwise."""
         self._trace_export = traces
         self._traces: LiveTraces | None = None
+        self._trigger_engine: TriggerEngine | None = None
 
     @property
     def store(self) -> EventStore:
@@ -202,6 +205,7 @@ class Harness:
                 children=self._child_runner,
             )
             self._executor.start()
+            await self._start_triggers()
 
     def _child_runner(self, record: RunRecord, sink: StoreSink, handle: RunHandle) -> ChildRuns:
         """The `ToolContext.children` of a run about to execute here."""
@@ -250,6 +254,8 @@ class Harness:
 
     async def aclose(self) -> None:
         """Stop executing (leases are released), close models, MCP servers and the store."""
+        if self._trigger_engine is not None:
+            await self._trigger_engine.stop()
         if self._executor is not None:
             await self._executor.stop()
             self._executor = None
@@ -264,6 +270,109 @@ class Harness:
     def register(self, agent: AgentSpec) -> None:
         """Let this process execute runs of `agent` (matched by name)."""
         self._agents.register(agent)
+
+    def on(
+        self,
+        event_type: str,
+        match: Mapping[str, Any] | None = None,
+        *,
+        start: AgentSpec | str,
+        task: str,
+        name: str | None = None,
+        task_type: str | None = None,
+        priority: int = 0,
+        reentrant: bool = False,
+    ) -> Trigger:
+        """Start a run of `start` on every committed event of `event_type` that matches.
+
+        Fires exactly once per matching event, whichever process on the store commits it,
+        also across crashes; only on events committed after the trigger's name was first
+        seen on the store. It runs in this process while it executes runs
+        (docs/architecture.md, "Triggers").
+
+            h.on("run_finished", {"agent": "coder"}, start=reviewer,
+                 task="Review the work of run {run_id}: {result}")
+
+        Args:
+            event_type: The event type, e.g. `run_finished`.
+            match: Field → value (or list of values, any of which matches), all of which
+                must match: the event's fields and its run's (`agent`, `task_type`,
+                `state`, ...; see `harness.runtime._trigger_rules`).
+            start: The agent to start, or its name.
+            task: The started run's task: `{field}`s of the event and its run are filled in.
+            name: Unique on the store: it keys the trigger's cursor and its runs' ids;
+                by default `AGENT-on-EVENT_TYPE`.
+            task_type: The started runs' task type.
+            priority: The started runs' priority.
+            reentrant: Also fire on events of runs this trigger started.
+
+        Raises:
+            ConfigError: Unknown event type, agent, match field or placeholder, a bad
+                value, or a name another trigger has; nothing is registered.
+        """
+        from harness.runtime._trigger_rules import make_trigger
+
+        check_task_type(task_type)
+        agent = self._agents.base_for(start, None)
+        trigger = make_trigger(
+            name=name or f"{agent.name}-on-{event_type}",
+            event=event_type,
+            match=match,
+            start=agent.name,
+            task=task,
+            task_type=task_type,
+            priority=priority,
+            reentrant=reentrant,
+        )
+        if self._adopt and trigger.name in {t.name for t in self.settings.triggers}:
+            raise ConfigError(
+                f"a trigger named {trigger.name!r} is in harness.toml: give this one another name"
+            )
+        self._triggers().add(trigger)
+        self.register(agent)
+        if self._executor is not None:  # open: its cursor is stored at the engine's next read
+            self._triggers().start()
+        return trigger
+
+    @property
+    def triggers(self) -> tuple[Trigger, ...]:
+        """The triggers this process fires: `on`'s, and `[[triggers]]` of harness.toml."""
+        return self._trigger_engine.triggers if self._trigger_engine is not None else ()
+
+    def _triggers(self) -> TriggerEngine:
+        if self._trigger_engine is None:
+            from harness.runtime.triggers import TriggerEngine
+
+            self._trigger_engine = TriggerEngine(lambda: self.store, self._start_triggered)
+            self.bus.subscribe(self._trigger_engine.notice)
+        return self._trigger_engine
+
+    async def _start_triggers(self) -> None:
+        """Fire triggers while executing: `on`'s, and harness.toml's when adopting runs.
+
+        Each new trigger's cursor is stored before this returns: events committed from
+        here on fire it, even if this process dies at once.
+        """
+        if self._adopt and self.settings.triggers:
+            engine = self._triggers()
+            for trigger in self.settings.triggers:
+                if trigger not in engine.triggers:  # added already when opened before
+                    engine.add(trigger)
+        engine = self._trigger_engine
+        if engine is not None and engine.triggers:
+            await engine.prepare()
+            engine.start()
+
+    async def _start_triggered(self, firing: Firing) -> str:
+        """Create the run of one firing, with its `trigger_fired` event."""
+        trigger = firing.trigger
+        return await self.submit(
+            trigger.start,
+            firing.task,
+            task_type=trigger.task_type,
+            priority=trigger.priority,
+            _origin=firing,
+        )
 
     def limits_of(self, record: RunRecord) -> Limits | None:
         """The limits `record` executes under, as a worker here would apply them.
@@ -291,6 +400,7 @@ class Harness:
         overrides: Overrides | None = None,
         run_id: str | None = None,
         child_of: ChildOf | None = None,
+        _origin: Firing | None = None,
     ) -> str:
         """Queue a run of `agent` on `task` and return its id; it starts when there is room.
 
@@ -312,6 +422,8 @@ class Harness:
             run_id: The new run's id (a child run's is derived from its parent's call);
                 by default a new one.
             child_of: The parent, root and depth of a child run (`runtime/children.py`).
+            _origin: Internal: the trigger firing this run comes from (its derived id,
+                metadata and `trigger_fired` event, created with the run).
 
         Raises:
             ConfigError: `task_type` is not a valid label, no agent has the name given, or
@@ -321,7 +433,7 @@ class Harness:
         """
         check_task_type(task_type)
         base = self._agents.base_for(agent, task_type)
-        run_id = run_id or new_id("run")
+        run_id = run_id or (new_id("run") if _origin is None else _origin.run_id)
         variant = await self._variant(base, task_type, run_id, experiment_key, resumed_from)
         agent = self._agents.effective(
             base, task_type=task_type, variant=variant, overrides=overrides
@@ -336,6 +448,8 @@ class Harness:
         metadata: dict[str, Any] = {"agent": portable} if portable else {}
         if overrides is not None:
             metadata["overrides"] = overrides.to_dict()
+        if _origin is not None:
+            metadata.update(_origin.metadata)
         # A run this process can start now never waits in the queue: it skips the bound,
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
@@ -379,8 +493,9 @@ class Harness:
                 variant=run.variant,
             )
         )
+        events = [submitted] if _origin is None else [submitted, NewEvent(payload=_origin.event)]
         try:
-            created = await self.store.create_run(run, events=[submitted], messages=messages)
+            created = await self.store.create_run(run, events=events, messages=messages)
         except BaseException:
             if local and self._executor is not None:
                 self._executor.unreserve(model)

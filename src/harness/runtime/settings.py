@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from harness.runtime._agents_config import AgentConfig, ExperimentConfig, TaskTypeConfig
     from harness.runtime._config_file import FileConfig
+    from harness.runtime._trigger_rules import Trigger
     from harness.tools.mcp import MCPServerConfig
 
 __all__ = [
@@ -120,6 +121,8 @@ class Settings:
     """The `[server]` table: tokens and limits of `harness serve`."""
     children: ChildLimits = field(default_factory=ChildLimits)
     """The `[children]` table: depth and number of child runs (agents used as tools)."""
+    triggers: tuple[Trigger, ...] = ()
+    """The `[[triggers]]` tables, checked (`Harness.on` for the same in Python)."""
 
     def source_of(self, loc: tuple[str, ...]) -> str:
         """Where key `loc` of the file was set: `harness.toml` or a variable."""
@@ -390,7 +393,12 @@ def _configured(
 ) -> dict[str, Any]:
     """The `Settings` fields of agents, task types and experiments."""
     from harness.runtime._catalog import entry_point_names
-    from harness.runtime._settings_agents import agents_of, experiments_of, task_types_of
+    from harness.runtime._settings_agents import (
+        agents_of,
+        experiments_of,
+        task_types_of,
+        triggers_of,
+    )
 
     agents = agents_of(
         config,
@@ -419,4 +427,5 @@ def _configured(
             }
         ),
         "env_keys": dict(sources.env),
+        "triggers": triggers_of(config, agents=exists, problem=sources.problem),
     }

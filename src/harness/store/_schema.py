@@ -7,7 +7,8 @@ carrying its own schema version, so old rows keep decoding after the codec moves
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 from harness.store._sql import Db, Dialect
@@ -23,6 +24,8 @@ class Migration:
     version: int
     description: str
     statements: tuple[str, ...]
+    dialects: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {})
+    """Statements for one database only (by `Dialect.name`), run after `statements`."""
 
 
 _RUNS = """
@@ -138,6 +141,25 @@ CREATE TABLE decisions (
     decided_at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (run_id, call_id)
 )"""
+
+_FEED_CURSORS = """
+CREATE TABLE feed_cursors (
+    name TEXT PRIMARY KEY,
+    tx BIGINT NOT NULL,
+    pos BIGINT NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL
+)"""
+
+_PG_FEED = (
+    # The feed's order on PostgreSQL: the writing transaction's id, then a number per row.
+    # A reader only takes rows of transactions older than every one still open
+    # (`_feed.py`), so a row committed late by an older transaction is never skipped.
+    # SQLite needs none of it: one writer at a time, and `rowid` grows in commit order.
+    "ALTER TABLE events ADD COLUMN feed_tx BIGINT NOT NULL "
+    "DEFAULT (pg_current_xact_id()::text::bigint)",
+    "ALTER TABLE events ADD COLUMN feed_pos BIGINT GENERATED ALWAYS AS IDENTITY",
+    "CREATE INDEX events_feed ON events (feed_tx, feed_pos)",
+)
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
@@ -259,6 +281,13 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "CREATE INDEX inbox_unread ON inbox (run_id, id) WHERE delivered_at IS NULL",
         ),
     ),
+    Migration(
+        version=13,
+        description="the feed of every run's events in commit order, and a durable cursor "
+        "per reader of it (triggers)",
+        statements=(_FEED_CURSORS,),
+        dialects={"postgresql": _PG_FEED},
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 
@@ -290,7 +319,7 @@ def migrate(db: Db, d: Dialect, now: float) -> int:
     for migration in MIGRATIONS:
         if migration.version <= current:
             continue
-        for statement in migration.statements:
+        for statement in (*migration.statements, *migration.dialects.get(d.name, ())):
             db.execute(statement.replace("{id}", d.serial))
         db.execute(
             "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",

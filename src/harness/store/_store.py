@@ -11,7 +11,16 @@ from harness.core.clock import Clock, SystemClock
 from harness.core.events import EventType, RunEvent
 from harness.core.messages import Message
 from harness.errors import ConfigError
-from harness.store import _decisions, _experiments, _inbox, _leases, _reads, _schema, _writes
+from harness.store import (
+    _decisions,
+    _experiments,
+    _feed,
+    _inbox,
+    _leases,
+    _reads,
+    _schema,
+    _writes,
+)
 from harness.store._async_writer import Alone
 from harness.store._engine import Committer, Readers, Writer, closed_error
 from harness.store._notices import CHANNELS, Notices
@@ -23,6 +32,8 @@ from harness.store.protocol import (
     ControlKind,
     Decision,
     ExperimentStop,
+    FeedPage,
+    FeedPosition,
     InboxMessage,
     MessageTokens,
     NewEvent,
@@ -340,6 +351,36 @@ class SqlStore:
         for channel, db_name in CHANNELS.items():
             if db_name == name:
                 self._notices.post(channel)
+
+    async def feed_end(self) -> FeedPosition:
+        """The position after every event committed so far."""
+        d = self._driver.dialect
+        return await self._read(lambda db: _feed.end(db, d))
+
+    async def read_feed(
+        self, after: FeedPosition, *, types: Collection[EventType], limit: int = 500
+    ) -> FeedPage:
+        """Events of `types` after `after`, in commit order; see `EventStore.read_feed`."""
+        d, kinds = self._driver.dialect, tuple(sorted(str(t) for t in types))
+        return await self._read(lambda db: _feed.read(db, d, after, kinds, limit))
+
+    async def feed_cursors(self, names: Collection[str]) -> dict[str, FeedPosition]:
+        """The stored positions of the named readers of the feed."""
+        wanted = tuple(dict.fromkeys(names))
+        return await self._read(lambda db: _feed.cursors(db, wanted))
+
+    async def start_feed_cursors(
+        self, positions: Mapping[str, FeedPosition]
+    ) -> dict[str, FeedPosition]:
+        """Store the cursors not stored yet; see `EventStore.start_feed_cursors`."""
+        now, given = self._clock.now(), dict(positions)
+        await self._write(lambda db: _feed.start_cursors(db, given, now))
+        return await self.feed_cursors(given)
+
+    async def move_feed_cursors(self, positions: Mapping[str, FeedPosition]) -> None:
+        """Move cursors forward only; see `EventStore.move_feed_cursors`."""
+        now, given = self._clock.now(), dict(positions)
+        await self._write(lambda db: _feed.move_cursors(db, given, now))
 
     async def schema_version(self) -> int:
         """The last migration applied to the database."""

@@ -28,6 +28,9 @@ __all__ = [
     "Decision",
     "EventStore",
     "ExperimentStop",
+    "FeedEntry",
+    "FeedPage",
+    "FeedPosition",
     "InboxMessage",
     "MessageTokens",
     "NewEvent",
@@ -344,6 +347,47 @@ class ExperimentStop:
     """When it was recorded (the store's clock; ignored when stopping)."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True, order=True)
+class FeedPosition:
+    """A place in the feed of every run's events, in the order they committed.
+
+    Positions compare in that order; the feed's start is `FeedPosition()`. What the two
+    numbers mean is the store's business (SQLite: `(0, rowid)`; PostgreSQL: the writing
+    transaction's id and a number per row).
+    """
+
+    tx: int = 0
+    """The transaction's part of the position."""
+    pos: int = 0
+    """The row's part of the position."""
+
+    def before(self) -> FeedPosition:
+        """A position after every event before this one, and before this one's event."""
+        return FeedPosition(tx=self.tx, pos=self.pos - 1)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FeedEntry:
+    """One event read from the feed, with its position in it."""
+
+    position: FeedPosition
+    """Where the event is in the feed."""
+    event: RunEvent
+    """The event."""
+    run: RunRecord
+    """The event's run, as its row is when the feed is read (read with the event)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FeedPage:
+    """What one read of the feed found."""
+
+    entries: tuple[FeedEntry, ...]
+    """The events of the types asked for, in feed order."""
+    end: FeedPosition
+    """Where the next read starts: every event of those types up to here is in `entries`."""
+
+
 class EventStore(Protocol):
     """Durable runs, events and messages, shared by every process that opens the same store.
 
@@ -616,6 +660,40 @@ class EventStore(Protocol):
         Returns:
             The channel's count of notices now, for the next call's `seen`.
         """
+        ...
+
+    async def feed_end(self) -> FeedPosition:
+        """The position after every event committed so far."""
+        ...
+
+    async def read_feed(
+        self, after: FeedPosition, *, types: Collection[EventType], limit: int = 500
+    ) -> FeedPage:
+        """Events of `types` committed after `after`, each with its run, in commit order.
+
+        The feed of every run's events, for readers that must see each event once
+        whichever process wrote it (triggers): an event committed after a read is never
+        placed before the `end` that read returned. At most `limit` events come back; the
+        read may stop early on a long stretch of other events (`end` says where).
+        """
+        ...
+
+    async def feed_cursors(self, names: Collection[str]) -> dict[str, FeedPosition]:
+        """The stored positions of the named readers of the feed (absent: not started)."""
+        ...
+
+    async def start_feed_cursors(
+        self, positions: Mapping[str, FeedPosition]
+    ) -> dict[str, FeedPosition]:
+        """Store each cursor not stored yet at its position; returns every one as stored.
+
+        A cursor stored before (by this or another process) keeps its position: the
+        first process to start a reader decides where it starts.
+        """
+        ...
+
+    async def move_feed_cursors(self, positions: Mapping[str, FeedPosition]) -> None:
+        """Move each cursor forward to its position (never back; absent ones are created)."""
         ...
 
     async def schema_version(self) -> int:

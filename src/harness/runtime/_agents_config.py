@@ -127,6 +127,9 @@ class AgentConfig:
     """`[mcp.NAME]` servers whose tools it gets (`mcp:NAME` in `tools`)."""
     python_tools: tuple[str, ...] = ()
     """Python tools as `package.module:function`, imported when the agent is first built."""
+    picks: tuple[str, ...] = ()
+    """Tools of the registry by name (`lookup`, `github.search_issues`), tag (`tag:db`) or
+    glob (`fs_*`), picked when its toolset is built."""
     strategy: str | None = None
     """Its strategy; `None`: `[defaults] strategy`."""
     strategy_options: Mapping[str, Any] = field(default_factory=_nothing)
@@ -149,7 +152,12 @@ class AgentConfig:
     @property
     def tools(self) -> tuple[str, ...]:
         """Its tools as the file names them."""
-        return (*self.builtin_tools, *(f"mcp:{m}" for m in self.mcp), *self.python_tools)
+        return (
+            *self.builtin_tools,
+            *self.picks,
+            *(f"mcp:{m}" for m in self.mcp),
+            *self.python_tools,
+        )
 
     def layer(self) -> Layer:
         """The agent's level of the precedence."""

@@ -20,7 +20,9 @@ from harness.runtime._config_agents import (
     ExperimentEntry,
     LimitsEntry,
     TaskTypeEntry,
+    ToolEntry,
     check_labels,
+    flat_tool_tables,
     known_strategy,
 )
 from harness.runtime.server_config import ServerConfig, ServerToken
@@ -330,12 +332,14 @@ class FileConfig(BaseModel):
     store: _StoreEntry = _StoreEntry()
     models: dict[str, _ProfileEntry] = {}
     mcp: dict[str, _MCPServerEntry] = {}
+    tools: dict[str, ToolEntry] = {}
     approvals: ApprovalsEntry = ApprovalsEntry()
     agents: dict[str, AgentEntry] = {}
     task_types: dict[str, TaskTypeEntry] = {}
     experiments: dict[str, ExperimentEntry] = {}
 
     _task_type_names = field_validator("task_types")(check_labels)
+    _tool_tables = field_validator("tools", mode="before")(flat_tool_tables)
 
 
 ENV_TABLES.update(

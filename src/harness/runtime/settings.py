@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from harness.runtime._agents_config import AgentConfig, ExperimentConfig, TaskTypeConfig
     from harness.runtime._config_file import FileConfig
+    from harness.runtime.registry import ToolConfig
     from harness.tools.mcp import MCPServerConfig
 
 __all__ = [
@@ -91,6 +92,8 @@ class Settings:
     environment (which change built-ins of the same name key by key)."""
     mcp_servers: Mapping[str, MCPServerConfig] = field(default_factory=lambda: {})
     """MCP servers from the `[mcp.NAME]` tables of `harness.toml`, by name."""
+    tools: Mapping[str, ToolConfig] = field(default_factory=lambda: {})
+    """The `[tools.NAME]` tables (limits, tags, Python tools of the registry), by name."""
     approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """The `[approvals]` table: the policy of agents run from the command line."""
     default_strategy: str = "react"
@@ -155,6 +158,7 @@ def load_settings(home: Path | None = None) -> Settings:
             default_model=config.defaults.model,
             profiles=profiles,
             mcp_servers=mcp_servers,
+            tools=_tools(config, mcp_servers, sources),
             approvals=_approvals(config, path),
             default_strategy=config.defaults.strategy,
             default_limits=config.defaults.limits.limits(),
@@ -360,6 +364,33 @@ def _mcp_servers(config: FileConfig, path: Path) -> dict[str, MCPServerConfig]:
         except ConfigError as exc:
             raise ConfigError(f"{path}: key 'mcp.{name}': {exc}") from exc
     return servers
+
+
+def _tools(
+    config: FileConfig, mcp_servers: Mapping[str, MCPServerConfig], sources: _Sources
+) -> dict[str, ToolConfig]:
+    """The `[tools.NAME]` tables; a dotted name must start with a configured MCP server."""
+    from harness.runtime.registry import ToolConfig
+
+    found: dict[str, ToolConfig] = {}
+    for name, entry in config.tools.items():
+        server = name.split(".")[0] if "." in name else None
+        if server is not None and server not in mcp_servers:
+            known = ", ".join(sorted(mcp_servers)) or "none"
+            raise ConfigError(
+                sources.problem(
+                    ("tools", name),
+                    f"no MCP server {server!r} (configured: {known}): a dotted name is "
+                    "SERVER.TOOL, a tool of an [mcp.SERVER] table",
+                )
+            )
+        found[name] = ToolConfig(
+            name=name,
+            max_concurrent=entry.max_concurrent,
+            tags=tuple(entry.tags),
+            function=entry.function,
+        )
+    return found
 
 
 def _approvals(config: FileConfig, path: Path) -> ApprovalPolicy:

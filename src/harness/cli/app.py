@@ -394,7 +394,7 @@ def main() -> None:
     """Entry point of the `harness` console script."""
     import importlib
 
-    for commands in ("agents", "cost", "experiments", "models", "runs", "serve", "stats"):
+    for commands in ("agents", "cost", "experiments", "models", "runs", "serve", "stats", "tools"):
         importlib.import_module(f"harness.cli.{commands}")  # each adds its commands to `app`
 
     app()

@@ -143,6 +143,9 @@ class ToolRegistry:
             tags: Tags added to the tool's own.
             max_concurrent: Calls that may run at once, over the tool's own.
 
+        The same function registered again replaces its entry (new tags or limit), for
+        toolsets built from then on.
+
         Returns:
             The spec as registered.
 
@@ -162,7 +165,8 @@ class ToolRegistry:
             changes["max_concurrent"] = max_concurrent
         spec = dataclasses.replace(tool, **changes) if changes else tool
         existing = self._tools.get(spec.name)
-        if existing is not None and existing.spec != spec:
+        same = existing is not None and existing.spec.function is spec.function
+        if existing is not None and not (same and existing.source == "python"):
             raise ToolDefinitionError(
                 f"A tool named {spec.name!r} is already registered ({existing.source}); "
                 "give this one another name (@tool(name=...))."
@@ -223,6 +227,11 @@ class ToolRegistry:
         self._servers[config.name] = config
 
     # -- reading ----------------------------------------------------------------------
+
+    @property
+    def configs(self) -> Mapping[str, ToolConfig]:
+        """The `[tools.NAME]` tables, by name."""
+        return self._configs
 
     @property
     def servers(self) -> Mapping[str, MCPServerConfig]:

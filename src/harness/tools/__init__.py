@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from harness.tools.builtin.read_result import read_result_tool
     from harness.tools.context import MemoryResultStore, ResultStore, ToolContext, ToolResult
     from harness.tools.decorator import tool
+    from harness.tools.limits import CallSlots
     from harness.tools.results import NO_OUTPUT, render_result, truncate
     from harness.tools.spec import Approval, SideEffects, ToolSpec
     from harness.tools.toolset import READ_RESULT, ToolOutcome, Toolset, ToolStatus
@@ -39,6 +40,7 @@ _HOMES = {
     "harness.tools.audit": ("AuditLog", "AuditRecord", "MemoryAuditLog"),
     "harness.tools.context": ("MemoryResultStore", "ResultStore", "ToolContext", "ToolResult"),
     "harness.tools.decorator": ("tool",),
+    "harness.tools.limits": ("CallSlots",),
     "harness.tools.results": ("NO_OUTPUT", "render_result", "truncate"),
     "harness.tools.spec": ("Approval", "SideEffects", "ToolSpec"),
     "harness.tools.toolset": ("READ_RESULT", "ToolOutcome", "Toolset", "ToolStatus"),
@@ -59,6 +61,7 @@ __all__ = [
     "ApprovalRule",
     "AuditLog",
     "AuditRecord",
+    "CallSlots",
     "InvalidArguments",
     "MemoryAuditLog",
     "MemoryResultStore",

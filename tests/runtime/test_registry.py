@@ -76,7 +76,9 @@ def test_a_glob_stays_within_one_dotted_part() -> None:
     assert not glob_match("github.search_issues", "*")
     assert not glob_match("github.search_issues", "github*")
     assert glob_match("fs_stat", "fs_*")
-    assert is_selector("tag:db") and is_selector("fs_*") and not is_selector("github.search")
+    assert is_selector("tag:db")
+    assert is_selector("fs_*")
+    assert not is_selector("github.search")
 
 
 @pytest.mark.parametrize(
@@ -136,9 +138,11 @@ def test_tool_tables_add_tags_and_set_the_limit(tmp_path: Path) -> None:
         bash=ToolConfig(name="bash", max_concurrent=1),
     )
     stat = found.get("fs_stat")
-    assert stat is not None and (stat.max_concurrent, stat.tags) == (3, ("files",))
+    assert stat is not None
+    assert (stat.max_concurrent, stat.tags) == (3, ("files",))
     bash = found.get("bash")
-    assert bash is not None and (bash.source, bash.max_concurrent) == ("builtin", 1)
+    assert bash is not None
+    assert (bash.source, bash.max_concurrent) == ("builtin", 1)
     assert found.register(fs_hash, tags=("files",), max_concurrent=2).max_concurrent == 2
 
 
@@ -152,10 +156,11 @@ def test_a_tool_table_registers_a_python_function_under_its_name(
     table = ToolConfig(name="lookup", function="shop_tools:find", max_concurrent=2)
     found = ToolRegistry(Settings(home=tmp_path, tools={"lookup": table}))
     entry = found.get("lookup")
-    assert entry is not None and (entry.source, entry.max_concurrent) == ("python", 2)
+    assert entry is not None
+    assert (entry.source, entry.max_concurrent) == ("python", 2)
     assert entry.spec.description == "Find an order."
     bad = ToolConfig(name="x", function="shop_tools:nothing_here")
-    with pytest.raises(ConfigError, match="key 'tools.x.function'.*no function 'nothing_here'"):
+    with pytest.raises(ConfigError, match=r"key 'tools.x.function'.*no function 'nothing_here'"):
         ToolRegistry(Settings(home=tmp_path, tools={"x": bad}))
 
 
@@ -210,7 +215,8 @@ async def test_max_concurrent_holds_across_runs_of_different_agents(tmp_path: Pa
     assert all(r.output == "all done" for r in results)
     assert gauge.calls == 18
     assert gauge.most == 2  # never more, and the calls did overlap up to the limit
-    assert isinstance(slots, CallSlots) and (slots.peak, slots.running) == (2, 0)
+    assert isinstance(slots, CallSlots)
+    assert (slots.peak, slots.running) == (2, 0)
 
 
 async def test_the_wait_for_a_slot_is_not_part_of_the_tools_timeout(tmp_path: Path) -> None:

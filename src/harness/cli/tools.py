@@ -121,6 +121,7 @@ def _row(
 
 def _print(rows: Sequence[dict[str, Any]], agent: str | None) -> None:
     from harness.cli.render import print_table
+    from harness.core.usage import DEFAULT_TOOL_TIMEOUT
 
     if not rows:
         typer.echo("no tools" + (f" for agent {agent!r}" if agent else ""))
@@ -141,7 +142,9 @@ def _print(rows: Sequence[dict[str, Any]], agent: str | None) -> None:
             row["source"],
             row["side_effects"],
             _approval(row),
-            "default" if row["timeout_s"] is None else f"{row['timeout_s']:g} s",
+            f"{DEFAULT_TOOL_TIMEOUT:g} s (default)"
+            if row["timeout_s"] is None
+            else f"{row['timeout_s']:g} s",
             "-" if row["max_concurrent"] is None else str(row["max_concurrent"]),
             ", ".join(row["tags"]) or "-",
             _parameters(row["parameters"]),

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the tables read best one case per line)
 """`[tools.NAME]` tables, agents of harness.toml that pick tools by tag and glob, and
 `harness tools list` in a user's own project directory."""
 

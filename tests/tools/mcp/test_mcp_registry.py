@@ -87,8 +87,12 @@ async def test_a_tool_the_server_lacks_is_a_clear_error_at_the_first_build(
         harness.registry.check(agent)  # the server is known: its list is read when built
         with pytest.raises(ConfigError) as error:
             await harness.registry.toolset(agent)
+        run_id = await harness.submit(agent, "go")  # and a run of it fails, saying why
+        result = await harness.wait(run_id, timeout=60)
     assert "no tool 'flaky.nosuch'" in str(error.value)
     assert "flaky.echo" in str(error.value)
+    assert result.termination == "error"
+    assert "no tool 'flaky.nosuch'" in (result.error or "")
 
 
 async def test_two_servers_whose_tools_share_a_name_need_a_prefix(

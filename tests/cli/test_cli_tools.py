@@ -103,6 +103,19 @@ def test_the_file_tables_reach_the_registry_and_the_agents(
     assert registry.check(clerk) == {"read_file", "read_result"}
 
 
+def test_the_environment_sets_a_tool_tables_keys(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_TOOLS__LOOKUP__MAX_CONCURRENT", "7")
+    monkeypatch.setenv("HARNESS_TOOLS__TIME_GET_CURRENT_TIME__TAGS", "clock,now")
+    settings = load_settings(project)
+    assert settings.tools["lookup"].max_concurrent == 7
+    assert settings.tools["time.get_current_time"].tags == ("clock", "now")
+    monkeypatch.setenv("HARNESS_TOOLS__LOOKUP__MAX_CONCURRENT", "0")
+    with pytest.raises(ConfigError, match="HARNESS_TOOLS__LOOKUP__MAX_CONCURRENT"):
+        load_settings(project)
+
+
 async def test_an_agent_of_the_file_gets_its_picks(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

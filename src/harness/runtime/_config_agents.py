@@ -29,6 +29,7 @@ __all__ = [
     "ToolEntry",
     "check_labels",
     "flat_tool_tables",
+    "flatten_tool_tables",
     "known_strategy",
 ]
 
@@ -164,22 +165,28 @@ class ToolEntry(BaseModel):
 _TOOL_KEYS = frozenset(ToolEntry.model_fields)
 
 
-def flat_tool_tables(tables: Any) -> Any:
-    """`[tools]` with `[tools.SERVER.TOOL]` tables as `"SERVER.TOOL"`; names checked.
+def flatten_tool_tables(tables: dict[str, Any]) -> dict[str, Any]:
+    """`[tools]` with `[tools.SERVER.TOOL]` tables as `"SERVER.TOOL"`.
 
     TOML reads `[tools.github.search_issues]` as a table in a table: a table whose keys
     are all tables (and no key of `ToolEntry`) is a server's.
     """
-    if not isinstance(tables, dict):
-        return tables
     flat: dict[str, Any] = {}
-    for name, table in cast(dict[str, Any], tables).items():
+    for name, table in tables.items():
         inner = cast(dict[str, Any], table) if isinstance(table, dict) else None
         tables_only = inner and all(isinstance(v, dict) for v in inner.values())
         if inner and tables_only and not _TOOL_KEYS & set(inner):
             flat.update((f"{name}.{tool}", value) for tool, value in inner.items())
         else:
             flat[name] = table
+    return flat
+
+
+def flat_tool_tables(tables: Any) -> Any:
+    """`[tools]` flattened (`flatten_tool_tables`), each name checked."""
+    if not isinstance(tables, dict):
+        return tables
+    flat = flatten_tool_tables(cast(dict[str, Any], tables))
     for name, table in flat.items():
         if not _REGISTRY_NAME.fullmatch(name):
             raise ValueError(

@@ -347,4 +347,5 @@ ENV_TABLES.update(
     agents=AgentEntry,
     task_types=TaskTypeEntry,
     experiments=ExperimentEntry,
+    tools=ToolEntry,
 )

@@ -50,7 +50,8 @@ MODEL_ENV_PREFIX = "HARNESS_MODELS__"
 The other tables of named tables take variables of the same form (`ENV_SECTIONS`):
 `HARNESS_AGENTS__SUPPORT__MODEL=fast`, `HARNESS_TASK_TYPES__REFUND__STRATEGY=react`,
 `HARNESS_EXPERIMENTS__REFUND_MODEL__VARIANTS__B__WEIGHT=0`,
-`HARNESS_EXPERIMENTS__REFUND_MODEL__KEEP=a`; `[defaults]` takes
+`HARNESS_EXPERIMENTS__REFUND_MODEL__KEEP=a`, `HARNESS_TOOLS__LOOKUP__MAX_CONCURRENT=2`;
+`[defaults]` takes
 `HARNESS_DEFAULTS__<KEY>` (`HARNESS_DEFAULTS__LIMITS__MAX_STEPS=10`).
 
 `<PROFILE>` matches a profile of the file or a built-in one ignoring case, with any
@@ -63,7 +64,7 @@ unsets the key, so that the built-in or default value applies.
 """
 
 
-ENV_SECTIONS = ("models", "agents", "task_types", "experiments")
+ENV_SECTIONS = ("models", "agents", "task_types", "experiments", "tools")
 """The sections of named tables whose keys `HARNESS_<SECTION>__<NAME>__<KEY>` sets."""
 
 
@@ -235,6 +236,10 @@ def _apply_env(raw: dict[str, Any], environ: Mapping[str, str], sources: _Source
         tables = raw.setdefault(section, {})
         if not isinstance(tables, dict):
             continue  # the file's own error is reported by validation
+        if section == "tools":  # [tools.SERVER.TOOL] as "SERVER.TOOL", as variables name it
+            from harness.runtime._config_agents import flatten_tool_tables
+
+            tables = raw[section] = flatten_tool_tables(cast(dict[str, Any], tables))
         builtins = list(BUILTIN_PROFILES) if section == "models" else []
         for variable in variables:
             if section == "defaults":

@@ -319,7 +319,9 @@ class ToolRegistry:
         if found is None:
             names: set[str] = set()
             for entry in agent.mcp:
-                if isinstance(entry, str) and entry not in self._servers:
+                if isinstance(entry, MCPServerConfig):
+                    self._add_server(entry)  # its tools are picked by SERVER.TOOL too
+                elif entry not in self._servers:
                     raise ConfigError(self._no_server(entry))
             for selector in (t for t in agent.tools if isinstance(t, str)):
                 servers = self._servers_for(selector)

@@ -111,3 +111,13 @@ async def test_two_servers_whose_tools_share_a_name_need_a_prefix(
         toolset = await h.registry.toolset(Agent(name="a", tools=["*.echo"]))
         assert [n for n in toolset.names if "echo" in n] == ["echo", "other_echo"]
         assert h.registry.get("other.echo") is not None  # the registry name has no prefix
+
+
+async def test_a_server_given_to_an_agent_joins_the_registry(
+    tmp_path: Path, flaky: Callable[..., MCPServerConfig]
+) -> None:
+    async with Harness(Settings(home=tmp_path)) as harness:
+        agent = Agent(name="a", model=echoes("hey"), mcp=[flaky()], tools=["flaky.echo"])
+        result = await harness.run(agent, "go")
+        assert harness.registry.servers["flaky"] == flaky()
+    assert result.output == "heard hey"

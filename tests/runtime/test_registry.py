@@ -149,17 +149,17 @@ def test_tool_tables_add_tags_and_set_the_limit(tmp_path: Path) -> None:
 def test_a_tool_table_registers_a_python_function_under_its_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "shop_tools.py").write_text(
+    (tmp_path / "registry_test_tools.py").write_text(
         'def find(order_id: str) -> str:\n    """Find an order."""\n    return order_id\n'
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    table = ToolConfig(name="lookup", function="shop_tools:find", max_concurrent=2)
+    table = ToolConfig(name="lookup", function="registry_test_tools:find", max_concurrent=2)
     found = ToolRegistry(Settings(home=tmp_path, tools={"lookup": table}))
     entry = found.get("lookup")
     assert entry is not None
     assert (entry.source, entry.max_concurrent) == ("python", 2)
     assert entry.spec.description == "Find an order."
-    bad = ToolConfig(name="x", function="shop_tools:nothing_here")
+    bad = ToolConfig(name="x", function="registry_test_tools:nothing_here")
     with pytest.raises(ConfigError, match=r"key 'tools.x.function'.*no function 'nothing_here'"):
         ToolRegistry(Settings(home=tmp_path, tools={"x": bad}))
 

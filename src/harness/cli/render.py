@@ -54,6 +54,7 @@ __all__ = [
     "print_note",
     "print_run_tree",
     "print_stats",
+    "print_table",
     "print_waterfall",
     "sparkline",
 ]
@@ -227,6 +228,16 @@ def print_hint(message: str) -> None:
 def print_note(message: str) -> None:
     """Print a highlighted note on standard output."""
     Console(highlight=False).print(f"[bold magenta]{escape(message)}[/]")
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title: str = "") -> None:
+    """Print rows under bold headers, every column left-aligned, text as given (no markup)."""
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", title=title)
+    for header in headers:
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    Console(highlight=False).print(table)
 
 
 # `harness stats`: bars and sparklines of what past runs did.

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from harness.runtime.agent import Agent
     from harness.runtime.bus import EventBus, RunRecorder
     from harness.runtime.harness import Harness
+    from harness.runtime.registry import RegisteredTool, ToolRegistry
     from harness.runtime.settings import Settings, harness_home, load_settings
 
 _HOMES = {
@@ -17,6 +18,7 @@ _HOMES = {
     "harness.runtime.agent": ("Agent",),
     "harness.runtime.bus": ("EventBus", "RunRecorder"),
     "harness.runtime.harness": ("Harness",),
+    "harness.runtime.registry": ("RegisteredTool", "ToolRegistry"),
     "harness.runtime.settings": ("Settings", "harness_home", "load_settings"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -26,8 +28,10 @@ __all__ = [
     "EventBus",
     "Harness",
     "Overrides",
+    "RegisteredTool",
     "RunRecorder",
     "Settings",
+    "ToolRegistry",
     "harness_home",
     "load_settings",
 ]

@@ -129,6 +129,9 @@ class AgentConfig:
     """Python tools as `package.module:function`, imported when the agent is first built."""
     agent_tools: tuple[str, ...] = ()
     """Agents it calls as tools (`agent:NAME` in `tools`): each call runs one as a child run."""
+    picks: tuple[str, ...] = ()
+    """Tools of the registry by name (`lookup`, `github.search_issues`), tag (`tag:db`) or
+    glob (`fs_*`), picked when its toolset is built."""
     strategy: str | None = None
     """Its strategy; `None`: `[defaults] strategy`."""
     strategy_options: Mapping[str, Any] = field(default_factory=_nothing)
@@ -155,6 +158,7 @@ class AgentConfig:
         """Its tools as the file names them."""
         return (
             *self.builtin_tools,
+            *self.picks,
             *(f"mcp:{m}" for m in self.mcp),
             *self.python_tools,
             *(f"agent:{a}" for a in self.agent_tools),

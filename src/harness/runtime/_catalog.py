@@ -253,7 +253,7 @@ def build_agent(config: AgentConfig, settings: Settings) -> AgentSpec:
         ConfigError: A Python tool cannot be imported, or is not a tool.
     """
     where = f"{settings.source_of(('agents', config.name, 'tools'))}: key 'agents.{config.name}"
-    tools: list[ToolSpec | str] = [*config.builtin_tools]
+    tools: list[ToolSpec | str] = [*config.builtin_tools, *config.picks]
     tools += [_python_tool(ref, f"{where}.tools'") for ref in config.python_tools]
     tools += [_agent_tool(name, settings) for name in config.agent_tools]
     return AgentSpec(

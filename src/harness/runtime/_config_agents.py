@@ -8,7 +8,7 @@ checked when the tables become plain data (`harness.runtime.settings`).
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -27,8 +27,11 @@ __all__ = [
     "ExperimentEntry",
     "LimitsEntry",
     "TaskTypeEntry",
+    "ToolEntry",
     "TriggerEntry",
     "check_labels",
+    "flat_tool_tables",
+    "flatten_tool_tables",
     "known_strategy",
 ]
 
@@ -46,6 +49,26 @@ def _agent_tool_name(entry: str) -> str:
             "digits, '_' or '-' (it becomes the tool's name)"
         )
     return name
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_REGISTRY_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64})?")
+_SELECTOR_PREFIXES = ("mcp:", "tag:")
+
+
+def _check_tool_name(name: str) -> None:
+    """A clear `ValueError` if `name` in an agent's `tools` can name nothing."""
+    if name.startswith(AGENT_TOOL_PREFIX):
+        _agent_tool_name(name)
+    elif name.startswith("tag:") and not _TOOL_NAME.fullmatch(name.removeprefix("tag:")):
+        raise ValueError(f"tool {name!r}: a tag is 1 to 64 letters, digits, '_' or '-'")
+    elif (
+        ":" in name and not name.startswith(_SELECTOR_PREFIXES) and not _PYTHON_TOOL.fullmatch(name)
+    ):
+        raise ValueError(
+            f"tool {name!r}: a Python tool is 'package.module:function', an MCP server's "
+            "tools are 'mcp:NAME', the tools with a tag 'tag:NAME', an agent 'agent:NAME'"
+        )
 
 
 def known_strategy(name: str | None) -> str | None:
@@ -145,13 +168,7 @@ class AgentEntry(BaseModel):
         for index, name in enumerate(names):
             if name in names[:index]:
                 raise ValueError(f"tool {name!r} is named twice")
-            if name.startswith(AGENT_TOOL_PREFIX):
-                _agent_tool_name(name)
-            elif ":" in name and not name.startswith("mcp:") and not _PYTHON_TOOL.fullmatch(name):
-                raise ValueError(
-                    f"tool {name!r}: a Python tool is 'package.module:function', an MCP "
-                    "server's tools are 'mcp:NAME', an agent is 'agent:NAME'"
-                )
+            _check_tool_name(name)
         return names
 
     @model_validator(mode="after")
@@ -159,6 +176,61 @@ class AgentEntry(BaseModel):
         if self.instructions is not None and self.instructions_file is not None:
             raise ValueError("give 'instructions' or 'instructions_file', not both")
         return self
+
+
+class ToolEntry(BaseModel):
+    """One `[tools.NAME]` table: a tool's concurrency limit and tags, or a Python tool."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_concurrent: int | None = Field(default=None, ge=1)
+    tags: list[str] = []
+    function: str | None = Field(default=None, pattern=rf"^{_PYTHON_TOOL.pattern}$")
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, tags: list[str]) -> list[str]:
+        for tag in tags:
+            if not _TOOL_NAME.fullmatch(tag):
+                raise ValueError(f"tag {tag!r}: use 1 to 64 letters, digits, '_' or '-'")
+        return tags
+
+
+_TOOL_KEYS = frozenset(ToolEntry.model_fields)
+
+
+def flatten_tool_tables(tables: dict[str, Any]) -> dict[str, Any]:
+    """`[tools]` with `[tools.SERVER.TOOL]` tables as `"SERVER.TOOL"`.
+
+    TOML reads `[tools.github.search_issues]` as a table in a table: a table whose keys
+    are all tables (and no key of `ToolEntry`) is a server's.
+    """
+    flat: dict[str, Any] = {}
+    for name, table in tables.items():
+        inner = cast(dict[str, Any], table) if isinstance(table, dict) else None
+        tables_only = inner and all(isinstance(v, dict) for v in inner.values())
+        if inner and tables_only and not _TOOL_KEYS & set(inner):
+            flat.update((f"{name}.{tool}", value) for tool, value in inner.items())
+        else:
+            flat[name] = table
+    return flat
+
+
+def flat_tool_tables(tables: Any) -> Any:
+    """`[tools]` flattened (`flatten_tool_tables`), each name checked."""
+    if not isinstance(tables, dict):
+        return tables
+    flat = flatten_tool_tables(cast(dict[str, Any], tables))
+    for name, table in flat.items():
+        if not _REGISTRY_NAME.fullmatch(name):
+            raise ValueError(
+                f"[tools.{name}]: a tool is named NAME or SERVER.TOOL (letters, digits, '_' or '-')"
+            )
+        if "." in name and isinstance(table, dict) and "function" in table:
+            raise ValueError(
+                f"[tools.{name}]: a Python tool (function = ...) is named without a '.'; "
+                "SERVER.TOOL names a tool of an MCP server"
+            )
+    return flat
 
 
 class TaskTypeEntry(BaseModel):

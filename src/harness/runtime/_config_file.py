@@ -20,8 +20,10 @@ from harness.runtime._config_agents import (
     ExperimentEntry,
     LimitsEntry,
     TaskTypeEntry,
+    ToolEntry,
     TriggerEntry,
     check_labels,
+    flat_tool_tables,
     known_strategy,
 )
 from harness.runtime.child_limits import ChildLimits
@@ -345,6 +347,7 @@ class FileConfig(BaseModel):
     store: _StoreEntry = _StoreEntry()
     models: dict[str, _ProfileEntry] = {}
     mcp: dict[str, _MCPServerEntry] = {}
+    tools: dict[str, ToolEntry] = {}
     approvals: ApprovalsEntry = ApprovalsEntry()
     agents: dict[str, AgentEntry] = {}
     task_types: dict[str, TaskTypeEntry] = {}
@@ -352,6 +355,7 @@ class FileConfig(BaseModel):
     triggers: list[TriggerEntry] = []
 
     _task_type_names = field_validator("task_types")(check_labels)
+    _tool_tables = field_validator("tools", mode="before")(flat_tool_tables)
 
 
 ENV_TABLES.update(
@@ -359,4 +363,5 @@ ENV_TABLES.update(
     agents=AgentEntry,
     task_types=TaskTypeEntry,
     experiments=ExperimentEntry,
+    tools=ToolEntry,
 )

@@ -49,12 +49,8 @@ def agents_of(
     for name, entry in config.agents.items():
         where = ("agents", name)
         _check_model(entry.model, profiles, where, problem)
-        builtin, mcp, python = _split_tools(
-            [t for t in entry.tools if not t.startswith(AGENT_TOOL_PREFIX)],
-            mcp_servers,
-            where,
-            problem,
-        )
+        own = [t for t in entry.tools if not t.startswith(AGENT_TOOL_PREFIX)]
+        builtin, mcp, python, picks = _split_tools(own, config, mcp_servers, where, problem)
         if name in entry.handoffs:
             raise ConfigError(
                 problem((*where, "handoffs"), f"agent {name!r} cannot hand over to itself")
@@ -73,6 +69,7 @@ def agents_of(
                 for t in entry.tools
                 if t.startswith(AGENT_TOOL_PREFIX)
             ),
+            picks=picks,
             strategy=entry.strategy,
             strategy_options=dict(entry.strategy_options),
             limits=entry.limits.values(),
@@ -227,29 +224,38 @@ def _check_agent(
 
 def _split_tools(
     tools: list[str],
+    config: FileConfig,
     mcp_servers: Mapping[str, Any],
     where: tuple[str, ...],
     problem: Problem,
-) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """Built-in tools, MCP servers and Python tools of an agent's `tools`."""
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """Built-in tools, MCP servers, Python tools and registry picks of an agent's `tools`.
+
+    Registry picks are tags, globs, `SERVER.TOOL` names and `[tools.NAME]` tools; what
+    needs a server's list of tools is checked when the agent's toolset is built.
+    """
+    from harness.runtime.registry import is_selector
     from harness.tools.builtin import BUILTIN_TOOLS
 
     builtin: list[str] = []
     mcp: list[str] = []
     python: list[str] = []
+    picks: list[str] = []
     for name in tools:
-        if name.startswith("mcp:"):
-            server = name.removeprefix("mcp:")
-            if server not in mcp_servers:
-                known = ", ".join(sorted(mcp_servers)) or "none"
-                raise ConfigError(
-                    problem(
-                        (*where, "tools"),
-                        f"no MCP server {server!r} (configured: {known}); add an "
-                        f"[mcp.{server}] table with a command or url",
-                    )
+        server = name.removeprefix("mcp:") if name.startswith("mcp:") else _server_of(name)
+        if server is not None and not _server_known(server, mcp_servers):
+            known = ", ".join(sorted(mcp_servers)) or "none"
+            raise ConfigError(
+                problem(
+                    (*where, "tools"),
+                    f"no MCP server {server!r} (configured: {known}); add an "
+                    f"[mcp.{server}] table with a command or url",
                 )
-            mcp.append(server)
+            )
+        if name.startswith("mcp:"):
+            mcp.append(server or "")
+        elif is_selector(name) or server is not None or name in config.tools:
+            picks.append(name)
         elif ":" in name:
             python.append(name)
         elif name in BUILTIN_TOOLS:
@@ -258,11 +264,27 @@ def _split_tools(
             raise ConfigError(
                 problem(
                     (*where, "tools"),
-                    f"no built-in tool {name!r} (built-in: {', '.join(sorted(BUILTIN_TOOLS))}); "
-                    "name a Python tool as 'package.module:function', an MCP server as 'mcp:NAME'",
+                    f"no built-in tool {name!r} (built-in: {', '.join(sorted(BUILTIN_TOOLS))}) "
+                    f"and no [tools.{name}] table; name a Python tool as "
+                    "'package.module:function', an MCP server's tools as 'mcp:NAME' or "
+                    "'NAME.TOOL', the tools with a tag as 'tag:TAG', several by a glob ('fs_*')",
                 )
             )
-    return tuple(builtin), tuple(mcp), tuple(python)
+    return tuple(builtin), tuple(mcp), tuple(python), tuple(picks)
+
+
+def _server_of(name: str) -> str | None:
+    """The server part of `SERVER.TOOL` (or of a glob such as `github.*`), if any."""
+    if name.startswith("tag:") or ":" in name or "." not in name:
+        return None
+    return name.split(".")[0]
+
+
+def _server_known(server: str, mcp_servers: Mapping[str, Any]) -> bool:
+    """Whether a configured server has the name `server` (or matches it, as a glob)."""
+    import fnmatch
+
+    return any(fnmatch.fnmatchcase(name, server) for name in mcp_servers)
 
 
 def _read(path: Path, loc: tuple[str, ...], problem: Problem) -> str:

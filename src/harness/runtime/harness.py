@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from harness.runtime.children import ChildOf, ChildRunner, cascade
     from harness.runtime.executor import RunExecutor
     from harness.runtime.experiments import assign_variant
+    from harness.runtime.registry import ToolRegistry
     from harness.runtime.resources import AgentResources, private_directories
     from harness.runtime.runs import RunHandle, agent_metadata
     from harness.runtime.settings import Settings, load_settings
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
     from harness.runtime.triggers import Firing, TriggerEngine
     from harness.store import open_store
     from harness.store.protocol import Decision, EventStore, NewEvent, NewRun, RunRecord, RunUpdate
-    from harness.tools import ApprovalHandler, AuditLog, ChildRuns
+    from harness.tools import ApprovalHandler, AuditLog, ChildRuns, ToolSpec
     from harness.tools.preflight import check_workspace_tools
 
 __all__ = ["Harness", "already_decided", "stored_context"]
@@ -374,6 +375,27 @@ class Harness:
             _origin=firing,
         )
 
+    @property
+    def registry(self) -> ToolRegistry:
+        """The tools every agent of this `Harness` picks from, by name, tag or glob."""
+        return self._resources.registry
+
+    def register_tool(
+        self,
+        tool: ToolSpec | Callable[..., Any],
+        *,
+        tags: tuple[str, ...] = (),
+        max_concurrent: int | None = None,
+    ) -> ToolSpec:
+        """Register a Python tool once for every agent (`ToolRegistry.register`).
+
+        Agents then name it in their `tools` (`"word_count"`), or pick it by tag or glob.
+
+        Raises:
+            ToolDefinitionError: Another tool has the name, or the function is no tool.
+        """
+        return self.registry.register(tool, tags=tags, max_concurrent=max_concurrent)
+
     def limits_of(self, record: RunRecord) -> Limits | None:
         """The limits `record` executes under, as a worker here would apply them.
 
@@ -439,7 +461,7 @@ class Harness:
             base, task_type=task_type, variant=variant, overrides=overrides
         )
         _, max_queue, _, lease_s = self._limits
-        await _check_workspace(agent, self.settings.home)
+        await _check_workspace(agent, self.settings.home, self.registry.check(agent))
         model = agent.model if isinstance(agent.model, str) else agent.model.name
         messages = history or [Message.system(agent.system_prompt), Message.user(task)]
         counter = TokenCounter()
@@ -1053,12 +1075,12 @@ class _Watcher:
             self.callback(event)
 
 
-async def _check_workspace(agent: AgentSpec, home: Path) -> None:
+async def _check_workspace(agent: AgentSpec, home: Path, builtins: frozenset[str]) -> None:
     """Refuse a run whose built-in tools could not use their workspace, before it exists."""
-    if any(isinstance(tool, str) for tool in agent.tools):
+    if builtins:
         workspace = await asyncio.to_thread(
             check_workspace_tools,
-            agent.tools,
+            tuple(builtins),
             agent.workspace,
             allow_unsandboxed=agent.allow_unsandboxed,
         )

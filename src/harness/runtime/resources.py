@@ -5,16 +5,14 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from weakref import WeakKeyDictionary
 
 from harness.agent.spec import AgentSpec
-from harness.errors import ConfigError
 from harness.gateway.model import Model, close_model
 from harness.gateway.profiles import resolve_model
 from harness.gateway.wrappers import Limiter
-from harness.runtime.settings import CONFIG_FILE, Settings
-from harness.tools import READ_RESULT, Toolset, ToolSpec
-from harness.tools.mcp import MCPServerConfig, MCPToolSource
+from harness.runtime.registry import ToolRegistry
+from harness.runtime.settings import Settings
+from harness.tools import Toolset
 
 __all__ = ["AgentResources", "private_directories"]
 
@@ -35,8 +33,10 @@ class AgentResources:
     `concurrency` bounds the requests of all its agents together, whatever their base URL,
     and also when it serves as another profile's fallback.
 
+    Tools come from one `ToolRegistry` (`registry`), shared by every agent.
+
     Args:
-        settings: Model profiles and MCP servers.
+        settings: Model profiles, MCP servers and `[tools.NAME]` tables.
         base_url: Overrides the server address of every model resolved from a string.
     """
 
@@ -45,14 +45,12 @@ class AgentResources:
         self._base_url = base_url
         self._models: dict[str, Model] = {}
         self._limiters: dict[str, Limiter] = {}
-        self._toolsets: WeakKeyDictionary[AgentSpec, Toolset] = WeakKeyDictionary()
-        self._mcp_sources: dict[str, MCPToolSource] = {}
-        self._exits = contextlib.AsyncExitStack()
+        self.registry = ToolRegistry(settings, private=private_directories(settings.home))
+        """The tools of every agent: registered once, MCP servers started once."""
 
     async def aclose(self) -> None:
         """Close model clients and stop MCP servers."""
-        await self._exits.aclose()
-        self._mcp_sources.clear()
+        await self.registry.aclose()
         for model in self._models.values():
             with contextlib.suppress(Exception):  # one client that fails to close: go on
                 await close_model(model)
@@ -73,52 +71,5 @@ class AgentResources:
         return model
 
     async def toolset(self, agent: AgentSpec) -> Toolset:
-        """The agent's tools, with `read_result` added; built once per agent object."""
-        toolset = self._toolsets.get(agent)
-        if toolset is None:
-            from harness.tools.builtin import builtin_tool  # the sandbox loads on first use
-            from harness.tools.builtin.read_result import read_result_tool
-
-            specs = [
-                t
-                if isinstance(t, ToolSpec)
-                else builtin_tool(
-                    t,
-                    workspace=agent.workspace,
-                    network=agent.network,
-                    allow_unsandboxed=agent.allow_unsandboxed,
-                    private=private_directories(self.settings.home),
-                )
-                for t in agent.tools
-            ]
-            specs += await self._mcp_tools(agent)
-            if specs and all(spec.name != READ_RESULT for spec in specs):
-                specs.append(read_result_tool())
-            toolset = Toolset(specs)
-            self._toolsets[agent] = toolset
-        return toolset
-
-    async def _mcp_tools(self, agent: AgentSpec) -> list[ToolSpec]:
-        """Tools of the agent's MCP servers; each server starts once per `Harness`."""
-        specs: list[ToolSpec] = []
-        for entry in agent.mcp:
-            config = entry if isinstance(entry, MCPServerConfig) else self._mcp_config(entry)
-            source = self._mcp_sources.get(config.name)
-            if source is None:
-                log = self.settings.home / "logs" / f"mcp-{config.name}.log"
-                log.parent.mkdir(parents=True, exist_ok=True)
-                errlog = self._exits.enter_context(log.open("a", encoding="utf-8"))
-                source = await self._exits.enter_async_context(MCPToolSource(config, errlog=errlog))
-                self._mcp_sources[config.name] = source
-            specs.extend(source.tools)
-        return specs
-
-    def _mcp_config(self, name: str) -> MCPServerConfig:
-        try:
-            return self.settings.mcp_servers[name]
-        except KeyError:
-            known = ", ".join(sorted(self.settings.mcp_servers)) or "none"
-            raise ConfigError(
-                f"no MCP server named {name!r} in {self.settings.home / CONFIG_FILE} "
-                f"(configured: {known}); add an [mcp.{name}] table with a command or url"
-            ) from None
+        """The agent's tools from the registry, with `read_result` added (built once)."""
+        return await self.registry.toolset(agent)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from harness.runtime._agents_config import AgentConfig, ExperimentConfig, TaskTypeConfig
     from harness.runtime._config_file import FileConfig
     from harness.runtime._trigger_rules import Trigger
+    from harness.runtime.registry import ToolConfig
     from harness.tools.mcp import MCPServerConfig
 
 __all__ = [
@@ -51,7 +52,8 @@ MODEL_ENV_PREFIX = "HARNESS_MODELS__"
 The other tables of named tables take variables of the same form (`ENV_SECTIONS`):
 `HARNESS_AGENTS__SUPPORT__MODEL=fast`, `HARNESS_TASK_TYPES__REFUND__STRATEGY=react`,
 `HARNESS_EXPERIMENTS__REFUND_MODEL__VARIANTS__B__WEIGHT=0`,
-`HARNESS_EXPERIMENTS__REFUND_MODEL__KEEP=a`; `[defaults]` takes
+`HARNESS_EXPERIMENTS__REFUND_MODEL__KEEP=a`, `HARNESS_TOOLS__LOOKUP__MAX_CONCURRENT=2`;
+`[defaults]` takes
 `HARNESS_DEFAULTS__<KEY>` (`HARNESS_DEFAULTS__LIMITS__MAX_STEPS=10`).
 
 `<PROFILE>` matches a profile of the file or a built-in one ignoring case, with any
@@ -64,7 +66,7 @@ unsets the key, so that the built-in or default value applies.
 """
 
 
-ENV_SECTIONS = ("models", "agents", "task_types", "experiments")
+ENV_SECTIONS = ("models", "agents", "task_types", "experiments", "tools")
 """The sections of named tables whose keys `HARNESS_<SECTION>__<NAME>__<KEY>` sets."""
 
 
@@ -93,6 +95,8 @@ class Settings:
     environment (which change built-ins of the same name key by key)."""
     mcp_servers: Mapping[str, MCPServerConfig] = field(default_factory=lambda: {})
     """MCP servers from the `[mcp.NAME]` tables of `harness.toml`, by name."""
+    tools: Mapping[str, ToolConfig] = field(default_factory=lambda: {})
+    """The `[tools.NAME]` tables (limits, tags, Python tools of the registry), by name."""
     approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """The `[approvals]` table: the policy of agents run from the command line."""
     default_strategy: str = "react"
@@ -161,6 +165,7 @@ def load_settings(home: Path | None = None) -> Settings:
             default_model=config.defaults.model,
             profiles=profiles,
             mcp_servers=mcp_servers,
+            tools=_tools(config, mcp_servers, sources),
             approvals=_approvals(config, path),
             default_strategy=config.defaults.strategy,
             default_limits=config.defaults.limits.limits(),
@@ -238,6 +243,10 @@ def _apply_env(raw: dict[str, Any], environ: Mapping[str, str], sources: _Source
         tables = raw.setdefault(section, {})
         if not isinstance(tables, dict):
             continue  # the file's own error is reported by validation
+        if section == "tools":  # [tools.SERVER.TOOL] as "SERVER.TOOL", as variables name it
+            from harness.runtime._config_agents import flatten_tool_tables
+
+            tables = raw[section] = flatten_tool_tables(cast(dict[str, Any], tables))
         builtins = list(BUILTIN_PROFILES) if section == "models" else []
         for variable in variables:
             if section == "defaults":
@@ -367,6 +376,33 @@ def _mcp_servers(config: FileConfig, path: Path) -> dict[str, MCPServerConfig]:
         except ConfigError as exc:
             raise ConfigError(f"{path}: key 'mcp.{name}': {exc}") from exc
     return servers
+
+
+def _tools(
+    config: FileConfig, mcp_servers: Mapping[str, MCPServerConfig], sources: _Sources
+) -> dict[str, ToolConfig]:
+    """The `[tools.NAME]` tables; a dotted name must start with a configured MCP server."""
+    from harness.runtime.registry import ToolConfig
+
+    found: dict[str, ToolConfig] = {}
+    for name, entry in config.tools.items():
+        server = name.split(".")[0] if "." in name else None
+        if server is not None and server not in mcp_servers:
+            known = ", ".join(sorted(mcp_servers)) or "none"
+            raise ConfigError(
+                sources.problem(
+                    ("tools", name),
+                    f"no MCP server {server!r} (configured: {known}): a dotted name is "
+                    "SERVER.TOOL, a tool of an [mcp.SERVER] table",
+                )
+            )
+        found[name] = ToolConfig(
+            name=name,
+            max_concurrent=entry.max_concurrent,
+            tags=tuple(entry.tags),
+            function=entry.function,
+        )
+    return found
 
 
 def _approvals(config: FileConfig, path: Path) -> ApprovalPolicy:

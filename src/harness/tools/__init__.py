@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from harness.tools.decorator import tool
+    from harness.tools.limits import CallSlots
     from harness.tools.results import NO_OUTPUT, render_result, truncate
     from harness.tools.spec import Approval, SideEffects, ToolSpec
     from harness.tools.toolset import READ_RESULT, ToolOutcome, Toolset, ToolStatus
@@ -51,6 +52,7 @@ _HOMES = {
         "ToolResult",
     ),
     "harness.tools.decorator": ("tool",),
+    "harness.tools.limits": ("CallSlots",),
     "harness.tools.results": ("NO_OUTPUT", "render_result", "truncate"),
     "harness.tools.spec": ("Approval", "SideEffects", "ToolSpec"),
     "harness.tools.toolset": ("READ_RESULT", "ToolOutcome", "Toolset", "ToolStatus"),
@@ -71,6 +73,7 @@ __all__ = [
     "ApprovalRule",
     "AuditLog",
     "AuditRecord",
+    "CallSlots",
     "ChildRuns",
     "InvalidArguments",
     "MemoryAuditLog",

@@ -27,6 +27,8 @@ def tool(
     timeout: float | None = None,
     approval: Approval = "auto",
     max_result_chars: int | None = None,
+    tags: tuple[str, ...] = (),
+    max_concurrent: int | None = None,
 ) -> Callable[[Callable[..., Any]], ToolSpec]: ...
 
 
@@ -40,6 +42,8 @@ def tool(
     timeout: float | None = None,
     approval: Approval = "auto",
     max_result_chars: int | None = None,
+    tags: tuple[str, ...] = (),
+    max_concurrent: int | None = None,
 ) -> ToolSpec | Callable[[Callable[..., Any]], ToolSpec]:
     """Turn a typed function (sync or async) into a `ToolSpec`.
 
@@ -57,6 +61,9 @@ def tool(
         timeout: Seconds a call may run; `None` uses `Limits.tool_timeout`.
         approval: Whether calls need a human decision first.
         max_result_chars: Characters of the result the model sees.
+        tags: Labels agents select the tool by (`"tag:NAME"` in an agent's `tools`).
+        max_concurrent: Calls that may run at once in one `Harness`, across all its
+            agents and runs; further calls wait for a slot (not counted in `timeout`).
 
     Returns:
         The spec, or a decorator that makes one.
@@ -85,6 +92,8 @@ def tool(
             timeout=timeout,
             approval=approval,
             max_result_chars=max_result_chars,
+            tags=tuple(tags),
+            max_concurrent=max_concurrent,
             coerce=schema.coerce,
             context_param=schema.context_param,
         )

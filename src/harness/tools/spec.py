@@ -24,6 +24,8 @@ Coercer = Callable[[dict[str, Any]], dict[str, Any]]
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """The tool names every major provider accepts."""
+_TAG: Final = _NAME
+"""Tags take the same characters as names."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -57,6 +59,12 @@ class ToolSpec:
     """Whether calls need a human decision first."""
     max_result_chars: int | None = None
     """Characters of the result the model sees; `None` uses `Limits.max_result_chars`."""
+    tags: tuple[str, ...] = ()
+    """Labels that agents select tools by (`"tag:db"` in an agent's `tools`)."""
+    max_concurrent: int | None = None
+    """Calls of this tool that may run at once in one `Harness`, whoever calls (all agents
+    and runs of the process); further calls wait for a slot, before their timeout starts.
+    `None` sets no limit."""
     context_param: str | None = field(default=None, repr=False, compare=False)
     """Name of the parameter that receives the `ToolContext`, if the function takes one."""
     coerce: Coercer | None = field(default=None, repr=False, compare=False)
@@ -85,6 +93,14 @@ class ToolSpec:
             raise ToolDefinitionError(f"Tool {self.name!r}: timeout must be > 0 seconds.")
         if self.max_result_chars is not None and self.max_result_chars <= 0:
             raise ToolDefinitionError(f"Tool {self.name!r}: max_result_chars must be > 0.")
+        if self.max_concurrent is not None and self.max_concurrent < 1:
+            raise ToolDefinitionError(f"Tool {self.name!r}: max_concurrent must be >= 1.")
+        for tag in self.tags:
+            if not _TAG.fullmatch(tag):
+                raise ToolDefinitionError(
+                    f"Tool {self.name!r}: tag {tag!r} is invalid: use 1 to 64 letters, "
+                    "digits, '_' or '-'."
+                )
 
     @classmethod
     def from_schema(
@@ -98,6 +114,8 @@ class ToolSpec:
         timeout: float | None = None,
         approval: Approval = "auto",
         max_result_chars: int | None = None,
+        tags: tuple[str, ...] = (),
+        max_concurrent: int | None = None,
     ) -> ToolSpec:
         """Declare a tool from a hand-written JSON Schema.
 
@@ -113,6 +131,8 @@ class ToolSpec:
             timeout: Seconds a call may run; `None` uses `Limits.tool_timeout`.
             approval: Whether calls need a human decision first.
             max_result_chars: Characters of the result the model sees.
+            tags: Labels agents select the tool by.
+            max_concurrent: Calls that may run at once in one `Harness`.
 
         Returns:
             The spec.
@@ -129,6 +149,8 @@ class ToolSpec:
             timeout=timeout,
             approval=approval,
             max_result_chars=max_result_chars,
+            tags=tuple(tags),
+            max_concurrent=max_concurrent,
         )
 
     def definition(self) -> ToolDefinition:

@@ -27,6 +27,7 @@ from harness.core.usage import Limits
 from harness.errors import ApprovalRequired, RunInterrupted, ToolDefinitionError, ToolError
 from harness.tools import feedback as _feedback
 from harness.tools.context import ToolContext, ToolResult
+from harness.tools.limits import CallSlots
 from harness.tools.results import render_result, truncate
 from harness.tools.spec import ToolSpec
 from harness.tools.validation import (
@@ -98,12 +99,21 @@ class Toolset:
     Args:
         tools: The tools; their names must be unique.
         clock: Measures call durations.
+        slots: The concurrency limit of a tool, by tool name, shared with other toolsets
+            (the registry of a `Harness` hands every agent the same ones). A tool with
+            `max_concurrent` that has none here gets slots of this toolset's own.
 
     Raises:
         ToolDefinitionError: Two tools share a name, or a schema is not valid JSON Schema.
     """
 
-    def __init__(self, tools: Iterable[ToolSpec] = (), *, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        tools: Iterable[ToolSpec] = (),
+        *,
+        clock: Clock | None = None,
+        slots: Mapping[str, CallSlots] | None = None,
+    ) -> None:
         self._specs: dict[str, ToolSpec] = {}
         self._validators: dict[str, ArgumentsValidator] = {}
         for spec in tools:
@@ -122,6 +132,16 @@ class Toolset:
         self._async = {spec.name: _is_async(spec.function) for spec in self._specs.values()}
         self._names = tuple(self._specs)
         self._clock = clock or SystemClock()
+        given = slots or {}
+        self._slots: dict[str, CallSlots] = {
+            name: given.get(name) or CallSlots(name, spec.max_concurrent or 1)
+            for name, spec in self._specs.items()
+            if name in given or spec.max_concurrent is not None
+        }
+
+    def slots(self, name: str) -> CallSlots | None:
+        """The concurrency limit of the tool called `name`, if it has one."""
+        return self._slots.get(name)
 
     def definitions(self) -> tuple[ToolDefinition, ...]:
         """What the model is told about each tool, in the order the tools were given."""
@@ -173,7 +193,12 @@ class Toolset:
         context = context or ToolContext()
         # Only the tool sees its call's own context; the result store is the run's.
         own = replace(context, call_id=call.id, timeout_s=seconds) if spec.context_param else None
-        status, result = await self._run(spec, call.arguments, own, seconds)
+        slots = self._slots.get(call.name) if self._slots else None
+        if slots is None:
+            status, result = await self._run(spec, call.arguments, own, seconds)
+        else:
+            async with slots:  # the wait for a slot is not part of the call's deadline
+                status, result = await self._run(spec, call.arguments, own, seconds)
         text, metadata = _split(result)
         if status == "ok" and metadata.get("timed_out"):
             # The tool stopped its own work at its deadline: the same status, plus its output.

@@ -7,6 +7,7 @@ answer. Every message is durable and read once; `harness runs events RUN` shows
 
     python examples/conversation.py                              # scripted models, no server
     python examples/conversation.py --model openai:gpt-4.1-mini  # a real model for both
+    python examples/conversation.py --model openai:qwen3-8b --base-url http://127.0.0.1:8080/v1
 """
 
 from __future__ import annotations
@@ -81,10 +82,10 @@ def agents(model: str | None) -> tuple[Agent, Agent]:
     return reviewer, planner
 
 
-async def main(model: str | None, home: Path) -> None:
+async def main(model: str | None, home: Path, base_url: str | None = None) -> None:
     """Start the reviewer, then the planner that writes to it; print what each said and sent."""
     reviewer, planner = agents(model)
-    async with Harness(Settings(home=home), agents=(reviewer, planner)) as h:
+    async with Harness(Settings(home=home), agents=(reviewer, planner), base_url=base_url) as h:
         reviewer_id = await h.submit(reviewer, "Review the plans other agents send you.")
         planner_id = await h.submit(planner, f"Plan a database change; ask {reviewer_id}")
         for run_id in (planner_id, reviewer_id):
@@ -100,7 +101,8 @@ async def main(model: str | None, home: Path) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="a model for both agents (default: scripted models)")
+    parser.add_argument("--base-url", help="the OpenAI-compatible server of --model")
     parser.add_argument("--home", type=Path, help="HARNESS_HOME (default: a temporary directory)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
-        asyncio.run(main(args.model, args.home or Path(scratch)))
+        asyncio.run(main(args.model, args.home or Path(scratch), args.base_url))

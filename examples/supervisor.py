@@ -7,6 +7,7 @@ as `harness runs tree RUN` shows it.
 
     python examples/supervisor.py "How do tides work?"                  # scripted models
     python examples/supervisor.py --model local "How do tides work?"    # a real model profile
+    python examples/supervisor.py --model openai:qwen3-8b --base-url http://127.0.0.1:8080/v1 "…"
 
 Runs are kept under HARNESS_HOME (./.harness by default): `harness runs tree RUN` and
 `harness runs events RUN --tree` show them afterwards.
@@ -69,10 +70,10 @@ def show(node: TreeNode, indent: str = "") -> None:
         show(child, indent + "  ")
 
 
-async def main(question: str, model: str | None) -> None:
+async def main(question: str, model: str | None, base_url: str | None = None) -> None:
     """Run the supervisor on `question`, then print its answer and its tree of runs."""
     supervisor, researcher = agents(model)
-    async with Harness(agents=(researcher,)) as harness:
+    async with Harness(agents=(researcher,), base_url=base_url) as harness:
         result = await harness.run(supervisor, question)
         print(result.output)
         print()
@@ -83,5 +84,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("question")
     parser.add_argument("--model", help="a model profile for both agents (default: scripted)")
+    parser.add_argument("--base-url", help="the OpenAI-compatible server of --model")
     args = parser.parse_args()
-    asyncio.run(main(args.question, args.model))
+    asyncio.run(main(args.question, args.model, args.base_url))

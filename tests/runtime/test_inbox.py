@@ -127,6 +127,25 @@ async def test_a_parked_run_lets_another_run_take_its_slot(tmp_path: Path) -> No
     assert received.call_id == "w1"
 
 
+async def test_a_parked_runs_row_says_what_it_waits_for_until_it_goes_on(tmp_path: Path) -> None:
+    waiter = Agent(name="waiter", model=FunctionModel(_waits(60)), tools=["wait_for_message"])
+    async with Harness(Settings(home=tmp_path), control_poll_s=0.02) as h:
+        waiting = await h.submit(waiter, "wait")
+        await state_of(h, waiting, "WAITING_TOOL")
+        parked = await h.get(waiting)
+        await h.send(waiting, "go on")
+        await h.wait(waiting, timeout=10)
+        ended = await h.get(waiting)
+        cancelled_id = await h.submit(waiter, "wait again")
+        await state_of(h, cancelled_id, "WAITING_TOOL")
+        await h.cancel(cancelled_id)
+        await state_of(h, cancelled_id, "CANCELLED")
+        cancelled = await h.get(cancelled_id)
+    assert (parked.result_data or {}).get("detail") == "waiting for a message"
+    assert (ended.result_data or {}).get("detail") is None
+    assert (cancelled.result_data or {}).get("detail") is None
+
+
 async def test_a_parked_run_does_not_count_against_its_models_limit(tmp_path: Path) -> None:
     waiter = Agent(
         name="waiter", model=FunctionModel(_waits(60), name="m1"), tools=["wait_for_message"]

@@ -691,7 +691,8 @@ class RunExecutor:
             run_id=run_id,
             events=[event],
             owner=self._owner,
-            update=dataclasses.replace(update, state=state),
+            # `{}`: no longer the detail of what it waited for, if it waited
+            update=dataclasses.replace(update, state=state, result_data=update.result_data or {}),
             expect_states=[RunState.PENDING, RunState.RUNNING, RunState.WAITING_TOOL],
         )
         with contextlib.suppress(Exception):  # not ours any more, or the store is down

@@ -15,7 +15,10 @@ from harness.core.events import (
     EventPayload,
     ModelDelta,
     ModelResponded,
+    RunCancelled,
     RunEvent,
+    RunFailed,
+    RunFinished,
     RunWaiting,
     WaitEnded,
 )
@@ -41,6 +44,9 @@ read in one call: the same dict as parsing that JSON, without writing and parsin
 _PAID_FOR: tuple[type[EventPayload], ...] = (ModelResponded, ContextCompacted)
 """Events of a model call (a summary is paid for too): the next model call waits for them
 to commit."""
+
+_ENDS: tuple[type[EventPayload], ...] = (RunFinished, RunFailed, RunCancelled)
+"""The events that end a run."""
 
 _STATE_AFTER: Mapping[type[EventPayload], str] = {
     RunWaiting: RunState.WAITING_TOOL,
@@ -90,6 +96,8 @@ class StoreSink:
         self._blobs: dict[str, str] = {}
         self._delivered: list[int] = []
         self._state: str | None = None
+        self._detail: Mapping[str, Any] | None = None
+        """What the run waits for, for its row's `result_data` (`{}` once it waits no more)."""
         self._pause_requested = pause_requested
         self.usage = usage or Usage()
         self._usage_changed = False
@@ -109,6 +117,9 @@ class StoreSink:
         state = _STATE_AFTER.get(type(payload))
         if state is not None and not (isinstance(payload, WaitEnded) and payload.waiting):
             self._state = state
+            self._detail = _waiting(payload) if isinstance(payload, RunWaiting) else {}
+        elif isinstance(payload, _ENDS):
+            self._detail = {}  # a run ended while it waited says no more that it waits
         if isinstance(payload, _PAID_FOR):
             self._unsaved_reply = True
 
@@ -178,6 +189,8 @@ class StoreSink:
             update = RunUpdate(state=self._state, usage=self.usage)
         if self._children_changed and update is not None and update.children_usage is None:
             update = dataclasses.replace(update, children_usage=self.children_usage)
+        if self._detail is not None and update is not None and update.result_data is None:
+            update = dataclasses.replace(update, result_data=self._detail)
         # Tuples: the store keeps its own copy of a step, and a tuple's copy is itself.
         events, messages, audit = tuple(self._events), tuple(self._messages), tuple(self._audit)
         blobs, delivered = dict(self._blobs), tuple(self._delivered)
@@ -200,6 +213,7 @@ class StoreSink:
             if self._blobs.get(key) is blobs[key]:
                 del self._blobs[key]
         self._state = None
+        self._detail = None
         self._usage_changed = False
         self._children_changed = False
         self._unsaved_reply = False
@@ -211,3 +225,11 @@ class StoreSink:
 def _audit_row(entry: AuditRecord) -> dict[str, Any]:
     """The record as the store keeps it: its fields, all plain JSON values."""
     return dict(zip(_AUDIT_KEYS, _audit_values(entry), strict=True))
+
+
+def _waiting(payload: RunWaiting) -> Mapping[str, Any]:
+    """The `detail` a run's row shows while it waits (`harness runs show`, the API)."""
+    if payload.reason == "approval":
+        return {"detail": f"waiting for approval of call {payload.call_id}"}
+    reason = payload.reason
+    return {"detail": reason if reason.startswith("waiting") else f"waiting for a {reason}"}

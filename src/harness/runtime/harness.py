@@ -288,8 +288,9 @@ class Harness:
 
         Fires exactly once per matching event, whichever process on the store commits it,
         also across crashes; only on events committed after the trigger's name was first
-        seen on the store. It runs in this process while it executes runs
-        (docs/architecture.md, "Triggers").
+        seen on the store (a run this `Harness` submits after `on` returns always is: its
+        submit stores the new trigger's cursor first). It runs in this process while it
+        executes runs (docs/architecture.md, "Triggers").
 
             h.on("run_finished", {"agent": "coder"}, start=reviewer,
                  task="Review the work of run {run_id}: {result}")
@@ -454,6 +455,9 @@ class Harness:
             StoreConflict: A run with `run_id` exists already.
         """
         check_task_type(task_type)
+        engine = self._trigger_engine
+        if engine is not None and engine.unprepared and self._executor is not None:
+            await engine.prepare()  # a trigger added by `on` fires on this run's events
         base = self._agents.base_for(agent, task_type)
         run_id = run_id or (new_id("run") if _origin is None else _origin.run_id)
         variant = await self._variant(base, task_type, run_id, experiment_key, resumed_from)

@@ -104,6 +104,11 @@ class TriggerEngine:
         """The triggers, in the order they were added."""
         return tuple(self._triggers.values())
 
+    @property
+    def unprepared(self) -> bool:
+        """Whether a trigger was added whose cursor is not stored yet (see `prepare`)."""
+        return any(name not in self._cursors for name in self._triggers)
+
     def add(self, trigger: Trigger) -> None:
         """Fire `trigger` from now on (on events after the position its cursor has).
 

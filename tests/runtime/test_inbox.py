@@ -415,7 +415,11 @@ async def test_a_run_waiting_for_a_message_survives_a_sigkill_of_its_owner(
     read = [m.content or "" for m in result.messages if m.role != "assistant"]
     assert sum("are you there?" in text for text in read) == 1
     assert len(payloads(events, MessageReceived)) == 1
-    assert len(payloads(events, RunWaiting)) == 2  # before the kill, and after the takeover
+    # Before the kill; and after the takeover too, unless the message was in the inbox before
+    # the re-run call came to wait (the row still said WAITING_TOOL from the first owner).
+    waits = payloads(events, RunWaiting)
+    assert 1 <= len(waits) <= 2
+    assert {(w.reason, w.call_id) for w in waits} == {("message", "w1")}
 
 
 async def test_a_run_with_messages_renders_in_the_cli_and_as_a_trace(

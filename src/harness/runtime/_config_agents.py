@@ -36,14 +36,14 @@ __all__ = [
 ]
 
 _PYTHON_TOOL = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
-_AGENT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-"""An agent named as a tool must make a tool name (its name is the tool's)."""
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool's name, a tag, or an agent named as a tool (its name becomes the tool's)."""
 
 
 def _agent_tool_name(entry: str) -> str:
     """The agent an `agent:NAME` tool names; a clear `ValueError` if it is no tool name."""
     name = entry.removeprefix(AGENT_TOOL_PREFIX)
-    if not _AGENT_NAME.fullmatch(name):
+    if not _TOOL_NAME.fullmatch(name):
         raise ValueError(
             f"tool {entry!r}: 'agent:NAME' needs the name of an agent of 1 to 64 letters, "
             "digits, '_' or '-' (it becomes the tool's name)"
@@ -51,7 +51,6 @@ def _agent_tool_name(entry: str) -> str:
     return name
 
 
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _REGISTRY_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64})?")
 _SELECTOR_PREFIXES = ("mcp:", "tag:")
 

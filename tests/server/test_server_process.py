@@ -131,6 +131,36 @@ def test_a_run_shows_the_limits_of_its_agent_task_type_and_overrides(tmp_path: P
             }
 
 
+def test_submit_takes_the_options_of_harness_run(tmp_path: Path) -> None:
+    # No agent: an ad-hoc one with the built-in tools listed, the model named, in the
+    # server's directory (its workspace); priority, task type and max_steps as given.
+    replies = [FakeReply.tool_call("list_dir", {}), FakeReply.text("listed")]
+    with FakeOpenAIServer(replies) as model, ExitStack() as stack:
+        write_config(tmp_path, model.base_url)
+        (tmp_path / "ws" / "seen.txt").write_text("")
+        with serving(tmp_path, cwd=tmp_path / "ws") as (url, _):
+            client = stack.enter_context(
+                httpx.Client(base_url=url, headers=bearer("operate"), timeout=30)
+            )
+            body = {
+                "task": "list the files",
+                "tools": ["list_dir"],
+                "model": "fake",
+                "priority": 7,
+                "task_type": "chores",
+                "max_steps": 4,
+            }
+            made = client.post("/api/runs", json=body)
+            assert made.status_code == 201, made.text
+            run = wait_state(client, made.json()["run_id"], "COMPLETED")
+    assert run["result"] == "listed"
+    assert (run["agent"], run["priority"], run["task_type"]) == ("api", 7, "chores")
+    assert run["max_steps"] == 4
+    offered = {t["function"]["name"] for t in model.requests[0].body["tools"]}
+    assert offered == {"list_dir", "read_result"}  # read_result comes with every agent
+    assert "seen.txt" in model.requests[1].body["messages"][-1]["content"]
+
+
 class SecondCallWaits:
     """A model whose second call waits until the test has seen, on the run's event stream,
     the step it belongs to (its `model_called`) after the first step's tool result. Without

@@ -444,6 +444,14 @@ def test_runs_list_filters(open_page: OpenPage, server: Server) -> None:
     tab = open_page()
     tab.login()
     tab.page.locator(f"tr[data-run-id='{plain}']").wait_for()
+    record = server.run(typed)  # in the experiment triage-model: a variant of it
+    row = tab.page.locator(f"tr[data-run-id='{typed}']")
+    assert row.locator("td[data-label='Variant']").inner_text() == (
+        f"triage-model:{record['variant']}"
+    )
+    assert row.locator("td[data-label='Agent']").inner_text() == "support"
+    assert row.locator("td[data-label='Task type']").inner_text() == "triage"
+    assert row.locator("[data-col='duration']").inner_text() != "–"
     tab.page.get_by_label("Task type").fill("triage")
     tab.page.get_by_role("button", name="Filter").click()
     tab.page.wait_for_url("**/?task_type=triage")

@@ -276,26 +276,6 @@ async def test_openapi_lists_the_api(api: Api) -> None:
     assert (await api.client.get("/openapi.json")).status_code == 401
 
 
-async def test_live_feed_of_all_runs(api: Api) -> None:
-    async def read_feed() -> list[str]:
-        kinds: list[str] = []
-        async with api.client.stream(
-            "GET",
-            "/api/events",
-            headers=bearer("read"),
-            params={"types": "run_started,run_finished"},
-        ) as stream:
-            async for line in stream.aiter_lines():
-                if line.startswith("event: "):
-                    kinds.append(line[7:])
-                if kinds.count("run_finished") == 2:
-                    return kinds
-        return kinds
-
-    assert api.app.streams.count == 0
-    del read_feed  # ASGITransport buffers whole responses: the live feed is tested over uvicorn
-
-
 async def test_readyz_is_503_while_the_store_does_not_answer(tmp_path) -> None:
     import httpx
 

@@ -35,15 +35,28 @@ def _task(request: ModelRequest) -> str:
     return next(m.content or "" for m in request.messages if m.role == "user")
 
 
+def _heard(request: ModelRequest) -> re.Match[str] | None:
+    """The first message from another run: a tool's result, or delivered at a step's start.
+
+    A message that arrives before its reader asks for one joins the conversation when the
+    reader's next step starts, so a model must look for it there too.
+    """
+    texts = (m.content or "" for m in request.messages if m.role in ("user", "tool"))
+    return next((found for text in texts if (found := SENDER.search(text))), None)
+
+
+def _called(request: ModelRequest, tool: str) -> bool:
+    return any(c.name == tool for m in request.messages for c in m.tool_calls or ())
+
+
 def _reviews(request: ModelRequest) -> Message:
     """The scripted reviewer: wait for a plan, answer its sender, report."""
-    results = _tool_results(request)
-    if not results:
-        return reply(None, call("wait_for_message", {"timeout_s": 60}))
-    heard = SENDER.search(results[0])
+    heard = _heard(request)
     if heard is None:
+        if not _tool_results(request):
+            return reply(None, call("wait_for_message", {"timeout_s": 60}))
         return reply("No plan came.")
-    if len(results) == 1:
+    if not _called(request, "send_message"):
         review = "Good plan; write the tests before the migration."
         return reply(None, call("send_message", {"to": heard[1], "content": review}))
     return reply(f"Reviewed the plan of {heard[1]}.")
@@ -51,14 +64,13 @@ def _reviews(request: ModelRequest) -> Message:
 
 def _plans(request: ModelRequest) -> Message:
     """The scripted planner: send the plan to the reviewer named in the task, wait, revise."""
-    results = _tool_results(request)
-    if not results:
+    if not _called(request, "send_message"):
         reviewer = _task(request).split()[-1]
         plan = "1. add the column 2. migrate 3. deploy"
         return reply(None, call("send_message", {"to": reviewer, "content": plan}))
-    if len(results) == 1:
+    heard = _heard(request)
+    if heard is None and not _called(request, "wait_for_message"):
         return reply(None, call("wait_for_message", {"timeout_s": 60}))
-    heard = SENDER.search(results[-1])
     review = heard[2] if heard else "no review"
     return reply(f"Plan revised after the review ({review!r}): 1. tests 2. column 3. migrate.")
 

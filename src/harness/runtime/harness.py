@@ -835,6 +835,10 @@ class Harness:
         """
         record = await self._record(run_id)
         if record.state in TERMINAL_STATES:
+            # A decision that ended the run a moment ago is the answer to a second one.
+            earlier = await self.decision(run_id, call_id)
+            if earlier is not None:
+                raise already_decided(earlier)
             raise RunError(f"cannot {kind} call {call_id}: run {run_id} is {record.state}")
         decision = Decision(
             run_id=run_id,

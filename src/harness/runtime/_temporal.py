@@ -84,6 +84,7 @@ class TemporalOptions:
             task_queue=str(runtime.task_queue),
             tls=bool(getattr(runtime, "temporal_tls", False)),
             api_key=os.environ.get("HARNESS_TEMPORAL_API_KEY") or None,
+            heartbeat_s=float(os.environ.get("HARNESS_TEMPORAL_HEARTBEAT_S") or 10.0),
         )
 
 
@@ -209,41 +210,74 @@ def _record_of(key: AgentKey) -> RunRecord:
 class TemporalBackend:
     """The verbs of a `Harness` on Temporal, and its worker when it executes runs.
 
-    Open it with `open_backend`.
+    The connection is made when first needed (a `Harness` that only reads the store never
+    connects), or at `open` for one that executes runs.
+
+    Args:
+        options: Where Temporal is.
+        host: The runtime's side, for a worker.
+        max_concurrent: Model and tool calls this process's worker runs at once.
     """
 
-    def __init__(self, runs: RunClient, worker: RunWorker | None) -> None:
-        self._runs, self._worker = runs, worker
+    def __init__(self, options: TemporalOptions, host: TemporalHost, *, max_concurrent: int) -> None:
+        self._options, self._host, self._max_concurrent = options, host, max_concurrent
+        self._runs: RunClient | None = None
+        self._connecting = asyncio.Lock()
+        self._worker: RunWorker | None = None
         self._working: asyncio.Task[None] | None = None
-        if worker is not None:
-            self._working = asyncio.create_task(worker.run(), name="harness-temporal-worker")
 
-    @property
-    def runs(self) -> RunClient:
-        """The workflow verbs."""
+    async def open(self, *, execute: bool) -> None:
+        """With `execute`, connect and start a worker of the task queue in this process.
+
+        Raises:
+            ConfigError: temporalio is not installed, or the server cannot be reached.
+        """
+        if not execute:
+            return
+        runs = await self.runs()
+        from harness.distributed.temporal.worker import RunWorker
+
+        self._worker = RunWorker(
+            runs.client,
+            self._host,
+            task_queue=self._options.task_queue,
+            max_concurrent_activities=self._max_concurrent,
+        )
+        self._working = asyncio.create_task(self._worker.run(), name="harness-temporal-worker")
+
+    async def runs(self) -> RunClient:
+        """The workflow verbs, connected on first use.
+
+        Raises:
+            ConfigError: temporalio is not installed, or the server cannot be reached.
+        """
+        async with self._connecting:
+            if self._runs is None:
+                self._runs = await _connect(self._options)
         return self._runs
 
     async def start(self, run_id: str) -> None:
         """Start the run's workflow."""
-        await self._runs.start(run_id)
+        await (await self.runs()).start(run_id)
 
     async def pause(self, run_id: str) -> None:
         """Pause at the next step boundary."""
-        await self._runs.pause(run_id)
+        await (await self.runs()).pause(run_id)
 
     async def resume(self, run_id: str) -> None:
         """Continue a paused run (the workflow writes `run_resumed`)."""
-        await self._runs.resume(run_id)
+        await (await self.runs()).resume(run_id)
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None) -> None:
         """Cancel the run's workflow; its model or tool call in flight stops."""
-        await self._runs.cancel(run_id, by=by, reason=reason)
+        await (await self.runs()).cancel(run_id, by=by, reason=reason)
 
     async def decide(
         self, run_id: str, call_id: str, *, approved: bool, by: str, reason: str | None
     ) -> None:
         """Deliver a recorded decision to the run's workflow."""
-        await self._runs.decide(run_id, call_id, approved=approved, by=by, reason=reason)
+        runs = await self.runs()
+        await runs.decide(run_id, call_id, approved=approved, by=by, reason=reason)
 
     async def aclose(self) -> None:
         """Stop this process's worker, if any (its runs go on on other workers)."""
@@ -252,25 +286,12 @@ class TemporalBackend:
                 await self._worker.shutdown()
             with contextlib.suppress(BaseException):
                 await self._working
-            self._working = None
+            self._working = self._worker = None
 
 
-async def open_backend(
-    options: TemporalOptions,
-    *,
-    store: EventStore,
-    agents: AgentCatalog,
-    resources: AgentResources,
-    execute: bool,
-) -> TemporalBackend:
-    """Connect to Temporal; with `execute`, start a worker of the task queue in this process.
-
-    Raises:
-        ConfigError: temporalio is not installed, or the server cannot be reached.
-    """
+async def _connect(options: TemporalOptions) -> RunClient:
     try:
         from harness.distributed.temporal.client import RunClient, connect
-        from harness.distributed.temporal.worker import RunWorker
     except ImportError as exc:
         raise ConfigError(
             f'[runtime] backend = "temporal" needs the Temporal SDK ({exc}): '
@@ -279,18 +300,4 @@ async def open_backend(
     client = await connect(
         options.address, namespace=options.namespace, tls=options.tls, api_key=options.api_key
     )
-    runs = RunClient(client, task_queue=options.task_queue, heartbeat_s=options.heartbeat_s)
-    worker = None
-    if execute:
-        host = TemporalHost(store, agents, resources)
-        worker = RunWorker(client, host, task_queue=options.task_queue)
-    return TemporalBackend(runs, worker)
-
-
-def no_temporal(run_id: str, verb: str) -> RunError:
-    """The error of a verb on a Temporal run asked of a `Harness` without the backend."""
-    return RunError(
-        f"cannot {verb} run {run_id}: it runs on Temporal; use a Harness whose "
-        '[runtime] backend = "temporal" (the same address and namespace)'
-    )
-
+    return RunClient(client, task_queue=options.task_queue, heartbeat_s=options.heartbeat_s)

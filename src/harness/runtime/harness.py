@@ -215,17 +215,14 @@ class Harness:
 
     async def _open_temporal(self) -> None:
         """Connect to Temporal and, when executing, start a worker in this process."""
-        from harness.runtime._temporal import TemporalOptions, open_backend
+        from harness.runtime._temporal import TemporalBackend, TemporalHost, TemporalOptions
 
         options = TemporalOptions.of(self.settings)
         assert options is not None
-        self._temporal = await open_backend(
-            options,
-            store=self.store,
-            agents=self._agents,
-            resources=self._resources,
-            execute=self._execute,
-        )
+        host = TemporalHost(self.store, self._agents, self._resources)
+        backend = TemporalBackend(options, host, max_concurrent=self._limits[0])
+        await backend.open(execute=self._execute)
+        self._temporal = backend
 
     def _on_temporal(self, record: RunRecord, verb: str) -> TemporalBackend | None:
         """The backend of a run on Temporal; `None` for an embedded run.
@@ -517,8 +514,9 @@ class Harness:
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
         temporal = self._temporal is not None
-        if temporal:
+        if self._temporal is not None:
             _check_temporal(agent)
+            await self._temporal.runs()  # an unreachable server fails before the run exists
         if not local:
             pending = await self.store.count_runs(RunState.PENDING)
             if pending >= max_queue:

@@ -68,7 +68,7 @@ class TemporalOptions:
     """Connect with TLS (a real cluster)."""
     api_key: str | None = None
     """An API key (`HARNESS_TEMPORAL_API_KEY`), never logged."""
-    heartbeat_s: float = 10.0
+    heartbeat_s: float = 5.0
     """The heartbeat timeout of model and tool calls: a dead worker's call is given up after
     this long."""
 
@@ -84,7 +84,7 @@ class TemporalOptions:
             task_queue=str(runtime.task_queue),
             tls=bool(getattr(runtime, "temporal_tls", False)),
             api_key=os.environ.get("HARNESS_TEMPORAL_API_KEY") or None,
-            heartbeat_s=float(os.environ.get("HARNESS_TEMPORAL_HEARTBEAT_S") or 10.0),
+            heartbeat_s=float(os.environ.get("HARNESS_TEMPORAL_HEARTBEAT_S") or 5.0),
         )
 
 

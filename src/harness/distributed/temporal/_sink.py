@@ -10,6 +10,7 @@ at once that carry the same batch, write it once.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import fields
 from typing import Any
@@ -61,6 +62,7 @@ class WorkflowSink:
         now: The workflow's clock (seconds since the epoch), for the events' times.
         flush: Writes batches now (the `harness.record` activity).
         pause_requested: Asked at each checkpoint; when true the run stops there.
+        cancel_requested: Asked at each checkpoint; when true the run is cancelled there.
         usage: What the run consumed before.
     """
 
@@ -73,11 +75,13 @@ class WorkflowSink:
         now: Callable[[], float],
         flush: Flush,
         pause_requested: Callable[[], bool],
+        cancel_requested: Callable[[], bool],
         usage: Usage,
     ) -> None:
         self.run_id = run_id
         self._prefix, self._now, self._flush = key_prefix, now, flush
         self._pause_requested = pause_requested
+        self._cancel_requested = cancel_requested
         self._events: list[dict[str, Any]] = []
         self._messages: list[dict[str, Any]] = []
         self._audit: list[dict[str, Any]] = []
@@ -128,7 +132,9 @@ class WorkflowSink:
         """Nothing now: the next activity writes what was kept before it does anything."""
 
     async def checkpoint(self) -> None:
-        """Stop here if a pause was asked for (the workflow writes the pause)."""
+        """Stop here if a cancel or a pause was asked for (the workflow writes which)."""
+        if self._cancel_requested():
+            raise asyncio.CancelledError
         if self._pause_requested():
             raise RunInterrupted(f"run {self.run_id} paused at a step boundary")
 

@@ -77,7 +77,7 @@ class RunClient:
             after this long.
     """
 
-    def __init__(self, client: Client, *, task_queue: str, heartbeat_s: float = 10.0) -> None:
+    def __init__(self, client: Client, *, task_queue: str, heartbeat_s: float = 5.0) -> None:
         self.client, self.task_queue, self.heartbeat_s = client, task_queue, heartbeat_s
 
     async def start(self, run_id: str) -> None:

@@ -17,13 +17,13 @@ activities returned; a replay test guards that.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
 from typing import Any, Final
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
 from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
@@ -93,9 +93,22 @@ _MODEL_CALL_S: Final = 900.0
 class _Caller:
     """Starts the run's activities, each carrying the writes not yet known to be done."""
 
-    def __init__(self, run_id: str, key: Mapping[str, Any], heartbeat_s: float) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        key: Mapping[str, Any],
+        heartbeat_s: float,
+        cancelled: Callable[[], bool],
+    ) -> None:
         self.run_id, self.key, self.heartbeat_s = run_id, dict(key), heartbeat_s
         self.sink: WorkflowSink | None = None
+        self._cancelled = cancelled
+
+    def check(self) -> None:
+        """Stop the loop once the run is being cancelled: a call that ended anyway (its
+        activity finished before it heard of the cancel) is the last one."""
+        if self._cancelled():
+            raise asyncio.CancelledError
 
     def _carried(self) -> list[dict[str, Any]]:
         return self.sink.carried() if self.sink is not None else []
@@ -103,6 +116,12 @@ class _Caller:
     def _written(self, batches: list[dict[str, Any]]) -> None:
         if self.sink is not None:
             self.sink.written(batches)
+
+    def check_cancelled(self, exc: ActivityError) -> None:
+        """Raise `CancelledError` when the activity ended because the run is cancelled."""
+        if isinstance(exc.cause, CancelledError):
+            raise asyncio.CancelledError
+        self.check()
 
     async def record(self, batches: list[dict[str, Any]]) -> None:
         await workflow.execute_activity(
@@ -129,6 +148,7 @@ class _Caller:
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
         self._written(batches)
+        self.check()
         return data
 
     async def tool_call(self, call: ToolCall, seconds: float, repeatable: bool) -> dict[str, Any]:
@@ -148,6 +168,7 @@ class _Caller:
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
         self._written(batches)
+        self.check()
         return data
 
 
@@ -181,6 +202,7 @@ class ModelProxy:
         try:
             data = await self._caller.model_call(request)
         except ActivityError as exc:
+            self._caller.check_cancelled(exc)
             raise ModelError(_failure(exc)) from None
         if request.observer is not None:
             for notice in data.get("notices") or ():
@@ -217,6 +239,7 @@ class ProxyToolset(Toolset):
         try:
             data = await self._caller.tool_call(call, seconds, repeatable)
         except ActivityError as exc:
+            self._caller.check_cancelled(exc)
             text = UNKNOWN_OUTCOME if _unknown(exc) else f"The tool failed: {_failure(exc)}"
             return self.outcome(call, "tool_crash", text, limits=limits, started=started)
         sink = self._caller.sink
@@ -261,7 +284,7 @@ class RunWorkflow:
         self._paused = False
         self._decisions: dict[str, ApprovalDecision] = {}
         self._asked: dict[str, dict[str, Any]] = {}
-        self._cancel: dict[str, Any] = {}
+        self._cancel: dict[str, Any] | None = None
         self._sink: WorkflowSink | None = None
         self._state = RunState.PENDING.value
 
@@ -303,10 +326,10 @@ class RunWorkflow:
     @workflow.run
     async def run(self, start: dict[str, Any]) -> dict[str, Any]:
         """Execute the run to its end (a pause waits in here for `resume`)."""
-        run_id, heartbeat_s = str(start["run_id"]), float(start.get("heartbeat_s") or 10.0)
+        run_id, heartbeat_s = str(start["run_id"]), float(start.get("heartbeat_s") or 5.0)
         host = host_of(workflow.info().task_queue)
         loaded = await self._load(run_id)
-        caller = _Caller(run_id, loaded.key.to_dict(), heartbeat_s)
+        caller = _Caller(run_id, loaded.key.to_dict(), heartbeat_s, lambda: self._cancel is not None)
         sink = self._sink = WorkflowSink(
             run_id,
             last_seq=loaded.last_seq,
@@ -314,6 +337,7 @@ class RunWorkflow:
             now=lambda: workflow.now().timestamp(),
             flush=caller.record,
             pause_requested=lambda: self._paused,
+            cancel_requested=lambda: self._cancel is not None,
             usage=usage_from_dict(dict(loaded.usage)),
         )
         caller.sink = sink
@@ -323,7 +347,8 @@ class RunWorkflow:
                 result = await self._execute(host, loaded, caller, sink)
                 if result is not None:
                     return await self._finished(host, host.agent(loaded.key), result, sink)
-                await workflow.wait_condition(lambda: not self._paused)
+                await workflow.wait_condition(lambda: not self._paused or self._cancel is not None)
+                caller.check()
                 sink.emit(RunResumed())
                 await sink.flush(RunUpdate(state=RunState.PENDING))
                 loaded = await self._load(run_id)
@@ -389,7 +414,11 @@ class RunWorkflow:
         }
         if self._sink is not None:
             await self._sink.flush()
-        await workflow.wait_condition(lambda: call_id in self._decisions)
+        await workflow.wait_condition(
+            lambda: call_id in self._decisions or self._cancel is not None
+        )
+        if call_id not in self._decisions:
+            raise asyncio.CancelledError
         del self._asked[call_id]
         return self._decisions[call_id]
 
@@ -410,13 +439,14 @@ class RunWorkflow:
         return {"state": state.value, "termination": result.termination}
 
     async def _cancelled(self, sink: WorkflowSink) -> dict[str, Any]:
-        sink.emit(RunCancelled(by=self._cancel.get("by"), reason=self._cancel.get("reason")))
+        who = self._cancel or {}
+        sink.emit(RunCancelled(by=who.get("by"), reason=who.get("reason")))
         await sink.flush(
             RunUpdate(
                 state=RunState.CANCELLED,
                 termination="cancelled",
                 usage=sink.usage,
-                error=self._cancel.get("reason"),
+                error=who.get("reason"),
             )
         )
         return {"state": RunState.CANCELLED.value, "termination": "cancelled"}

@@ -50,8 +50,8 @@ _log = logging.getLogger(__name__)
 
 
 def is_temporal(record: RunRecord) -> bool:
-    """Whether the run executes on Temporal (its row's owner says so)."""
-    return record.owner == TEMPORAL_OWNER
+    """Whether the run executes on Temporal (`runs.engine`, migration 14)."""
+    return record.engine == "temporal"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -204,6 +204,7 @@ def _record_of(key: AgentKey) -> RunRecord:
         task_type=key.task_type,
         experiment=key.experiment,
         variant=key.variant,
+        engine="temporal",
     )
 
 

@@ -230,7 +230,7 @@ class Harness:
         Raises:
             RunError: The run is on Temporal and this `Harness` is not.
         """
-        if record.owner != TEMPORAL_OWNER:
+        if record.engine != "temporal":
             return None
         if self._temporal is None:
             raise RunError(
@@ -546,6 +546,7 @@ class Harness:
             trace_parent=trace.traceparent,
             experiment=variant[0] if variant else None,
             variant=variant[1] if variant else None,
+            engine="temporal" if temporal else "embedded",
         )
         submitted = NewEvent(
             payload=RunSubmitted(
@@ -858,7 +859,7 @@ class Harness:
         """
         from harness.runtime.inbox import post_message
 
-        if (await self._record(run_id)).owner == TEMPORAL_OWNER:
+        if (await self._record(run_id)).engine == "temporal":
             raise RunError(
                 f"cannot send a message to run {run_id}: inboxes are not delivered to runs on "
                 "Temporal yet"

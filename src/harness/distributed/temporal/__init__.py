@@ -14,7 +14,10 @@ TEMPORAL_EXTRA_HINT = "pip install 'harness[temporal]'"
 
 
 def temporal_installed() -> bool:
-    """Whether the `temporalio` SDK can be imported here (without importing it)."""
+    """Whether the `temporalio` SDK can be imported here (found, not imported)."""
     import importlib.util
 
-    return importlib.util.find_spec("temporalio") is not None
+    try:
+        return importlib.util.find_spec("temporalio") is not None
+    except ImportError:  # a finder that refuses it (an environment that forbids it)
+        return False

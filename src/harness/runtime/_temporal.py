@@ -32,6 +32,7 @@ from harness.runtime._catalog import AgentCatalog
 from harness.runtime.executor import left_off
 from harness.runtime.resources import AgentResources
 from harness.runtime.runs import result_data
+from harness.runtime.runtime_settings import RuntimeSettings
 from harness.store.protocol import EventStore, RunRecord
 from harness.tools.toolset import Toolset
 
@@ -73,17 +74,14 @@ class TemporalOptions:
     this long."""
 
     @classmethod
-    def of(cls, settings: Any) -> TemporalOptions | None:
-        """The options of `settings`, or `None` when its backend is the embedded one."""
-        runtime = getattr(settings, "runtime", None)
-        if runtime is None or getattr(runtime, "backend", "embedded") != "temporal":
-            return None
+    def of(cls, runtime: RuntimeSettings) -> TemporalOptions:
+        """The options of `[runtime]` (and the heartbeat of HARNESS_TEMPORAL_HEARTBEAT_S)."""
         return cls(
-            address=str(runtime.temporal_address),
-            namespace=str(runtime.namespace),
-            task_queue=str(runtime.task_queue),
-            tls=bool(getattr(runtime, "temporal_tls", False)),
-            api_key=os.environ.get("HARNESS_TEMPORAL_API_KEY") or None,
+            address=runtime.temporal_address,
+            namespace=runtime.namespace,
+            task_queue=runtime.task_queue,
+            tls=runtime.temporal_tls,
+            api_key=runtime.temporal_api_key,
             heartbeat_s=float(os.environ.get("HARNESS_TEMPORAL_HEARTBEAT_S") or 5.0),
         )
 

@@ -189,7 +189,7 @@ class Harness:
             self._keep_metrics(self.metrics)
         if self._traces is not None:
             self.bus.subscribe(self._traces)
-        if _backend(self.settings) == "temporal":
+        if self.settings.runtime.temporal:
             await self._open_temporal()
         elif self._execute:
             max_concurrent, _, model_limits, lease_s = self._limits
@@ -217,8 +217,7 @@ class Harness:
         """Connect to Temporal and, when executing, start a worker in this process."""
         from harness.runtime._temporal import TemporalBackend, TemporalHost, TemporalOptions
 
-        options = TemporalOptions.of(self.settings)
-        assert options is not None
+        options = TemporalOptions.of(self.settings.runtime)
         host = TemporalHost(self.store, self._agents, self._resources)
         backend = TemporalBackend(options, host, max_concurrent=self._limits[0])
         await backend.open(execute=self._execute)
@@ -981,12 +980,6 @@ class Harness:
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()
-
-
-def _backend(settings: Settings) -> str:
-    """`[runtime] backend`: "embedded" or "temporal"."""
-    runtime: Any = getattr(settings, "runtime", None)
-    return str(getattr(runtime, "backend", "embedded"))
 
 
 def _check_temporal(agent: AgentSpec) -> None:

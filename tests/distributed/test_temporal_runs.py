@@ -80,15 +80,15 @@ async def test_a_three_step_run_has_the_events_and_result_of_an_embedded_one(
         expected.termination,
         expected.usage,
     )
-    assert record.state == RunState.COMPLETED and record.engine == "temporal"
+    assert record.state == RunState.COMPLETED
+    assert record.engine == "temporal"
     # The payloads say the same, but for times and ids.
     same = [
         (e.type, getattr(e.payload, "tool", None), getattr(e.payload, "step", None))
         for e in embedded_events
     ]
     assert [
-        (e.type, getattr(e.payload, "tool", None), getattr(e.payload, "step", None))
-        for e in events
+        (e.type, getattr(e.payload, "tool", None), getattr(e.payload, "step", None)) for e in events
     ] == same
 
 

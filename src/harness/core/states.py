@@ -9,7 +9,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
-__all__ = ["CLAIMABLE_STATES", "RUN_STATES", "TEMPORAL_LEASE_S", "TEMPORAL_OWNER", "TERMINAL_STATES", "RunState"]
+__all__ = [
+    "CLAIMABLE_STATES",
+    "RUN_STATES",
+    "TEMPORAL_LEASE_S",
+    "TEMPORAL_OWNER",
+    "TERMINAL_STATES",
+    "RunState",
+]
 
 
 class RunState(StrEnum):

@@ -18,7 +18,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from harness.agent.spec import AgentSpec
 from harness.core.codec import message_to_dict, usage_to_dict
@@ -218,7 +218,9 @@ class TemporalBackend:
         max_concurrent: Model and tool calls this process's worker runs at once.
     """
 
-    def __init__(self, options: TemporalOptions, host: TemporalHost, *, max_concurrent: int) -> None:
+    def __init__(
+        self, options: TemporalOptions, host: TemporalHost, *, max_concurrent: int
+    ) -> None:
         self._options, self._host, self._max_concurrent = options, host, max_concurrent
         self._runs: RunClient | None = None
         self._connecting = asyncio.Lock()

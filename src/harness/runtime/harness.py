@@ -503,19 +503,11 @@ class Harness:
         messages = history or [Message.system(agent.system_prompt), Message.user(task)]
         counter = TokenCounter()
         messages = [counter.counted(m) for m in messages]
-        portable = agent_metadata(agent)
-        metadata: dict[str, Any] = {"agent": portable} if portable else {}
-        if overrides is not None:
-            metadata["overrides"] = overrides.to_dict()
-        if _origin is not None:
-            metadata.update(_origin.metadata)
+        metadata = _run_metadata(agent, overrides, _origin)
         # A run this process can start now never waits in the queue: it skips the bound,
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
-        temporal = self._temporal is not None
-        if self._temporal is not None:
-            _check_temporal(agent)
-            await self._temporal.runs()  # an unreachable server fails before the run exists
+        temporal = await self._temporal_ready(agent)
         if not local:
             pending = await self.store.count_runs(RunState.PENDING)
             if pending >= max_queue:
@@ -530,7 +522,7 @@ class Harness:
         run = NewRun(
             state=RunState.RUNNING if local else RunState.PENDING,
             owner=self.owner if local else TEMPORAL_OWNER if temporal else None,
-            lease_s=lease_s if local else TEMPORAL_LEASE_S if temporal else None,
+            lease_s=lease_s if local or not temporal else TEMPORAL_LEASE_S,
             run_id=run_id,
             agent=agent.name,
             task=task,
@@ -578,6 +570,18 @@ class Harness:
                 self._executor.wake()
         return run_id
 
+    async def _temporal_ready(self, agent: AgentSpec) -> bool:
+        """Whether the new run goes to Temporal.
+
+        It is refused before it exists when it cannot run there, or when the server cannot
+        be reached.
+        """
+        if self._temporal is None:
+            return False
+        _check_temporal(agent)
+        await self._temporal.runs()
+        return True
+
     async def _start_workflow(self, run_id: str) -> None:
         """Start a new run's workflow; a run whose workflow cannot start fails at once."""
         assert self._temporal is not None
@@ -585,7 +589,9 @@ class Harness:
             await self._temporal.start(run_id)
         except Exception as exc:
             event = NewEvent(
-                payload=RunFailed(error=str(exc), error_type=type(exc).__name__, termination="error")
+                payload=RunFailed(
+                    error=str(exc), error_type=type(exc).__name__, termination="error"
+                )
             )
             update = RunUpdate(termination="error", error=str(exc))
             with contextlib.suppress(Exception):
@@ -980,6 +986,19 @@ class Harness:
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()
+
+
+def _run_metadata(
+    agent: AgentSpec, overrides: Overrides | None, origin: Firing | None
+) -> dict[str, Any]:
+    """A new run's metadata: its portable agent, overrides, and trigger."""
+    portable = agent_metadata(agent)
+    metadata: dict[str, Any] = {"agent": portable} if portable else {}
+    if overrides is not None:
+        metadata["overrides"] = overrides.to_dict()
+    if origin is not None:
+        metadata.update(origin.metadata)
+    return metadata
 
 
 def _check_temporal(agent: AgentSpec) -> None:

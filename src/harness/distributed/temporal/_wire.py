@@ -81,7 +81,11 @@ def _settings_to_dict(settings: ModelSettings) -> dict[str, Any]:
     out["stop"] = list(settings.stop)
     form = settings.response_format
     if form is not None:
-        out["response_format"] = {"name": form.name, "schema": dict(form.schema), "strict": form.strict}
+        out["response_format"] = {
+            "name": form.name,
+            "schema": dict(form.schema),
+            "strict": form.strict,
+        }
     return out
 
 

@@ -164,4 +164,3 @@ async def _beating(work: Awaitable[T], every_s: float) -> T:
         beater.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beater
-

@@ -121,9 +121,12 @@ class RunClient:
         """Deliver a decision on a call (update `decide`)."""
         decision = {"call_id": call_id, "approved": approved, "by": by, "reason": reason}
         try:
-            await self._handle(run_id).execute_update("decide", decision)
+            handle = self._handle(run_id)
+            await handle.execute_update("decide", decision)  # pyright: ignore[reportUnknownMemberType]
         except (RPCError, WorkflowUpdateFailedError) as exc:
-            raise RunError(f"cannot deliver the decision on {call_id} to run {run_id}: {exc}") from None
+            raise RunError(
+                f"cannot deliver the decision on {call_id} to run {run_id}: {exc}"
+            ) from None
 
     async def state(self, run_id: str) -> dict[str, Any]:
         """Query `state`: state, paused, next_seq, pending_approvals."""

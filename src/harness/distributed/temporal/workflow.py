@@ -105,8 +105,11 @@ class _Caller:
         self._cancelled = cancelled
 
     def check(self) -> None:
-        """Stop the loop once the run is being cancelled: a call that ended anyway (its
-        activity finished before it heard of the cancel) is the last one."""
+        """Stop the loop once the run is being cancelled.
+
+        A call that ended anyway (its activity finished before it heard of the cancel) is
+        the last one.
+        """
         if self._cancelled():
             raise asyncio.CancelledError
 
@@ -243,7 +246,8 @@ class ProxyToolset(Toolset):
             text = UNKNOWN_OUTCOME if _unknown(exc) else f"The tool failed: {_failure(exc)}"
             return self.outcome(call, "tool_crash", text, limits=limits, started=started)
         sink = self._caller.sink
-        for key, text in (data.get("blobs") or {}).items():
+        blobs: dict[str, str] = data.get("blobs") or {}
+        for key, text in blobs.items():
             if sink is not None:
                 sink.blob(key, text)
         return _outcome(call, data)
@@ -273,7 +277,7 @@ def _unknown(exc: ActivityError) -> bool:
 
 def _failure(exc: ActivityError) -> str:
     cause = exc.cause
-    return cause.message if cause is not None else str(exc)
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
 
 
 @workflow.defn(name=WORKFLOW, sandboxed=False)
@@ -329,7 +333,9 @@ class RunWorkflow:
         run_id, heartbeat_s = str(start["run_id"]), float(start.get("heartbeat_s") or 5.0)
         host = host_of(workflow.info().task_queue)
         loaded = await self._load(run_id)
-        caller = _Caller(run_id, loaded.key.to_dict(), heartbeat_s, lambda: self._cancel is not None)
+        caller = _Caller(
+            run_id, loaded.key.to_dict(), heartbeat_s, lambda: self._cancel is not None
+        )
         sink = self._sink = WorkflowSink(
             run_id,
             last_seq=loaded.last_seq,

@@ -1,0 +1,32 @@
+"""The `WorkerHost` of each task queue this process works on (workflows find theirs here)."""
+
+from __future__ import annotations
+
+from harness.distributed.host import WorkerHost
+
+__all__ = ["host_of", "register_host", "unregister_host"]
+
+_HOSTS: dict[str, WorkerHost] = {}
+
+
+def register_host(task_queue: str, host: WorkerHost) -> None:
+    """Make `host` the runtime of workflows on `task_queue` in this process."""
+    _HOSTS[task_queue] = host
+
+
+def unregister_host(task_queue: str, host: WorkerHost) -> None:
+    """Forget `host` (a worker that stopped), unless another took its place."""
+    if _HOSTS.get(task_queue) is host:
+        del _HOSTS[task_queue]
+
+
+def host_of(task_queue: str) -> WorkerHost:
+    """The runtime of workflows on `task_queue`.
+
+    Raises:
+        LookupError: No worker of this process serves the queue.
+    """
+    host = _HOSTS.get(task_queue)
+    if host is None:
+        raise LookupError(f"no harness worker serves task queue {task_queue!r} in this process")
+    return host

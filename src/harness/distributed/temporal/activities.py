@@ -125,6 +125,7 @@ class Activities:
                     type="SeqMismatch",
                     non_retryable=True,
                 )
+            self._host.publish(written)
 
 
 class _KeptResults:

@@ -264,3 +264,19 @@ async def test_run_hands_on_event_every_event_once_in_order(
         stored = await h.store.events(result.run_id)
     assert result.output == "3 and 7"
     assert seen == [event.seq for event in stored]
+
+
+async def test_a_run_cancelled_before_any_worker_took_it_ends_cancelled(
+    tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    settings = temporal(tmp_path, temporal_address, task_queue)
+    async with Harness(settings, execute=False) as h:
+        run_id = await h.submit(adder(), "add")  # no worker polls the queue yet
+        await h.cancel(run_id, reason="changed my mind", by="user:me")
+        assert (await h.get(run_id)).state == RunState.PENDING  # its workflow says, later
+    async with Harness(settings, agents=(adder(),)) as worker:
+        result = await worker.wait(run_id, timeout=60)
+        events = await worker.store.events(run_id)
+    assert result.termination == "cancelled"
+    assert [e.type for e in events] == ["run_submitted", "run_cancelled"]
+    assert events[-1].payload.reason == "changed my mind"  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Generator
 from datetime import timedelta
 from typing import Final
 
@@ -24,7 +24,7 @@ worker takes it: a dead worker delays its runs by this much, not by the SDK's 10
 
 
 @contextlib.contextmanager
-def hosted(task_queue: str, host: WorkerHost) -> Iterator[None]:
+def hosted(task_queue: str, host: WorkerHost) -> Generator[None]:
     """Make `host` the runtime of `harness.run` workflows of `task_queue` in this process.
 
     A `RunWorker` does it while it runs; a `Replayer` of a recorded history needs it too

@@ -28,7 +28,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
 from harness.core.codec import message_from_dict, usage_from_dict
-from harness.core.events import RunCancelled, RunPaused, RunResumed
+from harness.core.events import RunCancelled, RunFailed, RunPaused, RunResumed
 from harness.core.messages import ToolCall
 from harness.core.results import RunResult
 from harness.core.states import RunState
@@ -45,10 +45,12 @@ from harness.tools.toolset import ToolOutcome, Toolset
 from ._hosts import host_of
 from ._sink import WorkflowSink
 from ._wire import (
+    event_to_dict,
     notice_from_dict,
     request_to_dict,
     response_from_dict,
     tool_from_dict,
+    update_to_dict,
 )
 
 __all__ = ["WORKFLOW", "RunWorkflow"]
@@ -332,7 +334,20 @@ class RunWorkflow:
         """Execute the run to its end (a pause waits in here for `resume`)."""
         run_id, heartbeat_s = str(start["run_id"]), float(start.get("heartbeat_s") or 5.0)
         host = host_of(workflow.info().task_queue)
-        loaded = await self._load(run_id)
+        try:
+            loaded = await self._load(run_id)
+        except asyncio.CancelledError:  # cancelled before it ever ran here
+            who = self._cancel or {}
+            cancelled = RunCancelled(by=who.get("by"), reason=who.get("reason"))
+            update = RunUpdate(state=RunState.CANCELLED, termination="cancelled")
+            return await self._end_unloaded(run_id, cancelled, update)
+        except ActivityError as exc:  # it cannot be loaded: its agent is unknown here ...
+            error = _failure(exc)
+            failed = RunFailed(error=error, error_type="LoadError", termination="error")
+            update = RunUpdate(state=RunState.FAILED, termination="error", error=error)
+            return await self._end_unloaded(run_id, failed, update)
+        if loaded is None:  # it ended before its workflow ran (nothing to do)
+            return {"state": "ended", "termination": None}
         caller = _Caller(
             run_id, loaded.key.to_dict(), heartbeat_s, lambda: self._cancel is not None
         )
@@ -357,12 +372,16 @@ class RunWorkflow:
                 caller.check()
                 sink.emit(RunResumed())
                 await sink.flush(RunUpdate(state=RunState.PENDING))
-                loaded = await self._load(run_id)
+                again = await self._load(run_id)
+                if again is None:
+                    return {"state": "ended", "termination": None}
+                loaded = again
                 sink.state = RunState.RUNNING
         except asyncio.CancelledError:
             return await self._cancelled(sink)
 
-    async def _load(self, run_id: str) -> LoadedRun:
+    async def _load(self, run_id: str) -> LoadedRun | None:
+        """Where the run left off; `None` when it has ended already."""
         data = await workflow.execute_activity(
             LOAD_RUN,
             run_id,
@@ -371,10 +390,22 @@ class RunWorkflow:
         )
         loaded = LoadedRun.from_dict(data)
         if loaded.state not in (RunState.RUNNING, RunState.WAITING_TOOL):
-            raise ApplicationError(
-                f"run {run_id} is {loaded.state}: it cannot run", non_retryable=True
-            )
+            return None
         return loaded
+
+    async def _end_unloaded(
+        self, run_id: str, payload: RunCancelled | RunFailed, update: RunUpdate
+    ) -> dict[str, Any]:
+        """End a run this workflow never loaded: one write, unless it ended already."""
+        batch = {
+            "key": f"{workflow.info().run_id}:end",
+            "first_seq": None,
+            "expect": [RunState.PENDING, RunState.RUNNING, RunState.WAITING_TOOL, RunState.PAUSED],
+            "events": [event_to_dict(payload, workflow.now().timestamp())],
+            "update": update_to_dict(update),
+        }
+        await _Caller(run_id, {}, 5.0, lambda: False).record([batch])
+        return {"state": update.state, "termination": update.termination}
 
     async def _execute(
         self, host: WorkerHost, loaded: LoadedRun, caller: _Caller, sink: WorkflowSink

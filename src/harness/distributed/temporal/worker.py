@@ -24,11 +24,12 @@ worker takes it: a dead worker delays its runs by this much, not by the SDK's 10
 
 
 @contextlib.contextmanager
-def hosted(task_queue: str, host: WorkerHost) -> Generator[None]:
+def hosted(task_queue: str | None, host: WorkerHost) -> Generator[None]:
     """Make `host` the runtime of `harness.run` workflows of `task_queue` in this process.
 
-    A `RunWorker` does it while it runs; a `Replayer` of a recorded history needs it too
-    (the workflow finds its agents through the host of the history's task queue).
+    A `RunWorker` does it while it runs. A `Replayer` of a recorded history needs it too,
+    with `None` (its workflows run on a task queue of its own): the workflow finds its
+    agents through the host.
     """
     register_host(task_queue, host)
     try:

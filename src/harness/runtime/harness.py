@@ -507,7 +507,7 @@ class Harness:
         # A run this process can start now never waits in the queue: it skips the bound,
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
-        temporal = await self._temporal_ready(agent)
+        temporal = self._temporal is not None and await self._temporal_ready(agent)
         if not local:
             pending = await self.store.count_runs(RunState.PENDING)
             if pending >= max_queue:
@@ -576,8 +576,7 @@ class Harness:
         It is refused before it exists when it cannot run there, or when the server cannot
         be reached.
         """
-        if self._temporal is None:
-            return False
+        assert self._temporal is not None
         _check_temporal(agent)
         await self._temporal.runs()
         return True

@@ -280,3 +280,29 @@ async def test_a_run_cancelled_before_any_worker_took_it_ends_cancelled(
     assert result.termination == "cancelled"
     assert [e.type for e in events] == ["run_submitted", "run_cancelled"]
     assert events[-1].payload.reason == "changed my mind"  # type: ignore[attr-defined]
+
+
+async def test_a_pause_while_a_call_waits_for_approval_asks_again_on_resume(
+    tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEDGER", str(tmp_path / "ledger"))
+    settings = temporal(tmp_path, temporal_address, task_queue)
+    async with Harness(settings, agents=(stepper(),)) as h:
+        run_id = await h.submit("stepper", "work")
+        await state_of(h, run_id, RunState.WAITING_TOOL)
+        await h.pause(run_id)
+        await state_of(h, run_id, RunState.PAUSED)
+        await h.resume(run_id)
+        await state_of(h, run_id, RunState.WAITING_TOOL)
+        (asked,) = await h.pending_approvals(run_id)
+        await h.deny(run_id, asked["call_id"], reason="not today")
+        await state_of(h, run_id, RunState.RUNNING)
+        await h.cancel(run_id)
+        await h.wait(run_id, timeout=30)
+        events = await h.store.events(run_id)
+    types = [e.type for e in events]
+    paused = next(e.payload for e in events if e.type == "run_paused")
+    assert paused.at == "approval"  # type: ignore[attr-defined]
+    assert types.count("approval_requested") == 2
+    assert types.count("approval_decided") == 1
+    assert not (tmp_path / "ledger").exists()  # denied: never published

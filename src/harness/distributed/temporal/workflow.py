@@ -288,6 +288,7 @@ class RunWorkflow:
 
     def __init__(self) -> None:
         self._paused = False
+        self._paused_at = "step boundary"
         self._decisions: dict[str, ApprovalDecision] = {}
         self._asked: dict[str, dict[str, Any]] = {}
         self._cancel: dict[str, Any] | None = None
@@ -436,7 +437,8 @@ class RunWorkflow:
                 else None,
             )
         except RunInterrupted:
-            sink.emit(RunPaused(at="step boundary"))
+            sink.emit(RunPaused(at=self._paused_at))
+            self._paused_at = "step boundary"
             await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
             return None
 
@@ -452,12 +454,15 @@ class RunWorkflow:
         if self._sink is not None:
             await self._sink.flush()
         await workflow.wait_condition(
-            lambda: call_id in self._decisions or self._cancel is not None
+            lambda: call_id in self._decisions or self._cancel is not None or self._paused
         )
-        if call_id not in self._decisions:
-            raise asyncio.CancelledError
         del self._asked[call_id]
-        return self._decisions[call_id]
+        if call_id in self._decisions:
+            return self._decisions[call_id]
+        if self._cancel is not None:
+            raise asyncio.CancelledError
+        self._paused_at = "approval"  # asked again on resume, as embedded
+        raise RunInterrupted(f"run {request.run_id} paused while call {call_id} waited")
 
     async def _finished(
         self, host: WorkerHost, spec: AgentSpec, result: RunResult, sink: WorkflowSink

@@ -48,6 +48,7 @@ LOG_LEVELS: Final = ("debug", "info", "warn", "error", "never")
 _PRAGMAS: Final = ("journal_mode=wal", "synchronous=normal")
 _POLL_S: Final = 0.05
 _TAIL_LINES: Final = 20
+_TAIL_CHARS: Final = 4000
 
 
 class DevServerError(HarnessError):
@@ -192,7 +193,7 @@ class DevServer:
         return self._process is not None and self._process.poll() is None
 
     def log_tail(self, lines: int = _TAIL_LINES) -> str:
-        """The last `lines` lines of the server's output ('' before it wrote any)."""
+        """The end of the server's output: `lines` lines, at most 4000 characters."""
         try:
             with self.log_file.open("rb") as log:
                 log.seek(0, os.SEEK_END)
@@ -200,7 +201,8 @@ class DevServer:
                 text = log.read().decode("utf-8", errors="replace")
         except OSError:
             return ""
-        return "\n".join(text.splitlines()[-lines:])
+        tail = "\n".join(text.splitlines()[-lines:])
+        return tail if len(tail) <= _TAIL_CHARS else "…" + tail[-_TAIL_CHARS:]
 
     def __enter__(self) -> DevServer:
         self.start()
@@ -220,10 +222,17 @@ class DevServer:
             _require_free(self.config.ui_port, "--ui-port")
 
     def _spawn(self, binary: Path) -> subprocess.Popen[bytes]:
-        self.config.db_filename.parent.mkdir(parents=True, exist_ok=True)
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "TEMPORAL_VERSION_CHECK_DISABLED": "1"}
-        with self.log_file.open("wb") as log:
+        # Go's user lookup without cgo needs $USER for a uid /etc/passwd does not name.
+        env.setdefault("USER", _user_name())
+        try:
+            self.config.db_filename.parent.mkdir(parents=True, exist_ok=True)
+            self.log_file.parent.mkdir(parents=True, exist_ok=True)
+            log = self.log_file.open("wb")
+        except OSError as exc:
+            where = exc.filename or self.log_file
+            raise DevServerError(f"cannot write {where}: {exc.strerror or exc}") from exc
+        with log:
             return _popen(self.command(binary), env, log)
 
     def _wait_ready(self) -> None:
@@ -312,6 +321,15 @@ async def _describe(address: str, namespace: str) -> bool:
     except (RuntimeError, RPCError, TimeoutError):
         return False
     return True
+
+
+def _user_name() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return f"uid{os.getuid()}"
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -7,6 +7,7 @@ are the models.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from temporal_support import free_port
 
-from harness import Agent, Harness, tool
+from harness import Agent, Harness, Message, tool
 from harness.agent.loop import UNKNOWN_OUTCOME
 from harness.core.states import RunState
 from harness.errors import ConfigError, RunError
@@ -40,13 +41,29 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def adder() -> Agent:
-    replies = [
+def adder(strategy: str = "react") -> Agent:
+    replies: list[Message | str] = [
         reply(None, call("add", {"a": 1, "b": 2}, id="c1")),
         reply("now the second", call("add", {"a": 3, "b": 4}, id="c2")),
         reply("3 and 7"),
     ]
-    return Agent(name="adder", model=ScriptedModel(replies), tools=[add], instructions="Add.")
+    if strategy == "plan_execute":
+        steps = {"steps": [{"description": "add 1 and 2"}, {"description": "add 3 and 4"}]}
+        replies = [
+            f"My plan:\n```json\n{json.dumps(steps)}\n```",
+            reply(None, call("add", {"a": 1, "b": 2}, id="c1")),
+            "the sum is 3",
+            reply(None, call("add", {"a": 3, "b": 4}, id="c2")),
+            "the sum is 7",
+            "3 and 7",
+        ]
+    return Agent(
+        name="adder",
+        model=ScriptedModel(replies),
+        tools=[add],
+        instructions="Add.",
+        strategy=strategy,
+    )
 
 
 async def state_of(h: Harness, run_id: str, *states: str, timeout: float = 30) -> None:
@@ -55,17 +72,18 @@ async def state_of(h: Harness, run_id: str, *states: str, timeout: float = 30) -
             await asyncio.sleep(0.05)
 
 
-async def test_a_three_step_run_has_the_events_and_result_of_an_embedded_one(
-    tmp_path: Path, temporal_address: str, task_queue: str
+@pytest.mark.parametrize("strategy", ["react", "plan_execute"])
+async def test_a_run_has_the_events_and_result_of_an_embedded_one(
+    tmp_path: Path, temporal_address: str, task_queue: str, strategy: str
 ) -> None:
     async with Harness(Settings(home=tmp_path / "embedded")) as h:
-        agent = adder()
+        agent = adder(strategy)
         expected = await h.wait(await h.submit(agent, "add"), timeout=30)
         embedded_id = expected.run_id
         embedded_events = await h.store.events(embedded_id)
         embedded_messages = await h.store.messages(embedded_id)
     async with Harness(temporal(tmp_path / "temporal", temporal_address, task_queue)) as h:
-        run_id = await h.submit(adder(), "add")
+        run_id = await h.submit(adder(strategy), "add")
         result = await h.wait(run_id, timeout=60)
         events = await h.store.events(run_id)
         messages = await h.store.messages(run_id)
@@ -235,3 +253,56 @@ async def test_an_embedded_worker_on_the_same_store_never_claims_a_temporal_run(
         async with Harness(settings, agents=(adder(),)) as worker:
             result = await worker.wait(run_id, timeout=60)
     assert result.output == "3 and 7"
+
+
+async def test_run_hands_on_event_every_event_once_in_order(
+    tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    seen: list[int] = []
+    async with Harness(temporal(tmp_path, temporal_address, task_queue)) as h:
+        result = await h.run(adder(), "add", on_event=lambda event: seen.append(event.seq))
+        stored = await h.store.events(result.run_id)
+    assert result.output == "3 and 7"
+    assert seen == [event.seq for event in stored]
+
+
+async def test_a_run_cancelled_before_any_worker_took_it_ends_cancelled(
+    tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    settings = temporal(tmp_path, temporal_address, task_queue)
+    async with Harness(settings, execute=False) as h:
+        run_id = await h.submit(adder(), "add")  # no worker polls the queue yet
+        await h.cancel(run_id, reason="changed my mind", by="user:me")
+        assert (await h.get(run_id)).state == RunState.PENDING  # its workflow says, later
+    async with Harness(settings, agents=(adder(),)) as worker:
+        result = await worker.wait(run_id, timeout=60)
+        events = await worker.store.events(run_id)
+    assert result.termination == "cancelled"
+    assert [e.type for e in events] == ["run_submitted", "run_cancelled"]
+    assert events[-1].payload.reason == "changed my mind"  # type: ignore[attr-defined]
+
+
+async def test_a_pause_while_a_call_waits_for_approval_asks_again_on_resume(
+    tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEDGER", str(tmp_path / "ledger"))
+    settings = temporal(tmp_path, temporal_address, task_queue)
+    async with Harness(settings, agents=(stepper(),)) as h:
+        run_id = await h.submit("stepper", "work")
+        await state_of(h, run_id, RunState.WAITING_TOOL)
+        await h.pause(run_id)
+        await state_of(h, run_id, RunState.PAUSED)
+        await h.resume(run_id)
+        await state_of(h, run_id, RunState.WAITING_TOOL)
+        (asked,) = await h.pending_approvals(run_id)
+        await h.deny(run_id, asked["call_id"], reason="not today")
+        await state_of(h, run_id, RunState.RUNNING)
+        await h.cancel(run_id)
+        await h.wait(run_id, timeout=30)
+        events = await h.store.events(run_id)
+    types = [e.type for e in events]
+    paused = next(e.payload for e in events if e.type == "run_paused")
+    assert paused.at == "approval"  # type: ignore[attr-defined]
+    assert types.count("approval_requested") == 2
+    assert types.count("approval_decided") == 1
+    assert not (tmp_path / "ledger").exists()  # denied: never published

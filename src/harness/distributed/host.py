@@ -7,11 +7,12 @@ layer never imports the runtime.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.agent.spec import AgentSpec
+from harness.core.events import RunEvent
 from harness.core.results import RunResult
 from harness.gateway.model import Model
 from harness.store.protocol import EventStore
@@ -144,4 +145,8 @@ class WorkerHost(Protocol):
 
     def result_data(self, result: RunResult, agent: AgentSpec) -> dict[str, Any]:
         """What the run's row keeps of a result besides its output, usage, termination."""
+        ...
+
+    def publish(self, events: Sequence[RunEvent]) -> None:
+        """Hand events just written to this process's subscribers (metrics, traces, live)."""
         ...

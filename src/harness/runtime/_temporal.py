@@ -17,11 +17,13 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harness.agent.spec import AgentSpec
 from harness.core.codec import message_to_dict, usage_to_dict
+from harness.core.events import RunEvent
 from harness.core.results import RunResult
 from harness.core.states import TEMPORAL_OWNER, RunState
 from harness.core.usage import Usage
@@ -29,6 +31,7 @@ from harness.distributed.host import AgentKey, LoadedRun
 from harness.errors import ConfigError, RunError
 from harness.gateway.model import Model
 from harness.runtime._catalog import AgentCatalog
+from harness.runtime.bus import EventBus
 from harness.runtime.executor import left_off
 from harness.runtime.resources import AgentResources
 from harness.runtime.runs import result_data
@@ -93,10 +96,13 @@ class TemporalHost:
         store: The open store.
         agents: The agent catalog of the `Harness`.
         resources: Its models and tool registry.
+        bus: Its event bus: events written here are published on it.
     """
 
-    def __init__(self, store: EventStore, agents: AgentCatalog, resources: AgentResources) -> None:
-        self._store, self._agents, self._resources = store, agents, resources
+    def __init__(
+        self, store: EventStore, agents: AgentCatalog, resources: AgentResources, bus: EventBus
+    ) -> None:
+        self._store, self._agents, self._resources, self._bus = store, agents, resources, bus
         self._built: dict[str, AgentSpec] = {}
 
     @property
@@ -165,6 +171,11 @@ class TemporalHost:
     def result_data(self, result: RunResult, agent: AgentSpec) -> dict[str, Any]:
         """What the run's row keeps of a result besides output, usage and termination."""
         return result_data(result, agent)
+
+    def publish(self, events: Sequence[RunEvent]) -> None:
+        """Publish events just written, as the embedded sink does once they commit."""
+        if events:
+            self._bus.publish_batch(list(events))
 
 
 def _key_of(record: RunRecord) -> AgentKey:

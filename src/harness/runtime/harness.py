@@ -218,7 +218,7 @@ class Harness:
         from harness.runtime._temporal import TemporalBackend, TemporalHost, TemporalOptions
 
         options = TemporalOptions.of(self.settings.runtime)
-        host = TemporalHost(self.store, self._agents, self._resources)
+        host = TemporalHost(self.store, self._agents, self._resources, self.bus)
         backend = TemporalBackend(options, host, max_concurrent=self._limits[0])
         await backend.open(execute=self._execute)
         self._temporal = backend
@@ -507,7 +507,7 @@ class Harness:
         # A run this process can start now never waits in the queue: it skips the bound,
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
-        temporal = await self._temporal_ready(agent)
+        temporal = self._temporal is not None and await self._temporal_ready(agent)
         if not local:
             pending = await self.store.count_runs(RunState.PENDING)
             if pending >= max_queue:
@@ -576,8 +576,7 @@ class Harness:
         It is refused before it exists when it cannot run there, or when the server cannot
         be reached.
         """
-        if self._temporal is None:
-            return False
+        assert self._temporal is not None
         _check_temporal(agent)
         await self._temporal.runs()
         return True
@@ -651,6 +650,7 @@ class Harness:
             if self._executor is not None:
                 self._executor.streaming[agent.name] += 1  # kept while this call runs
         watcher = _Watcher(on_event) if on_event else None
+        follower: asyncio.Task[None] | None = None
         subscription = self.bus.attach(watcher) if watcher else None
         if watcher and self._executor is not None:
             self._executor.watched[agent.name] += 1  # kept while this call runs
@@ -665,14 +665,23 @@ class Harness:
             if watcher:
                 watcher.run_id = run_id
                 await watcher.replay(self.store)
+                if self._temporal is not None:  # its worker may be another process
+                    follower = asyncio.create_task(self._follow(run_id, watcher))
             return await self.wait(run_id, timeout=timeout)
         finally:
+            if follower is not None:
+                follower.cancel()
             if subscription:
                 await subscription.close()
             if stream and self._executor is not None:
                 self._executor.streaming[agent.name] -= 1
             if watcher and self._executor is not None:
                 self._executor.watched[agent.name] -= 1
+
+    async def _follow(self, run_id: str, watcher: _Watcher) -> None:
+        """Hand `watcher` the run's events as the store gets them (a run on Temporal)."""
+        async for event in self.events(run_id):
+            watcher(event)
 
     async def wait(
         self,
@@ -1003,6 +1012,13 @@ def _run_metadata(
 
 def _check_temporal(agent: AgentSpec) -> None:
     """Refuse what the Temporal backend does not run yet, before the run exists."""
+    from harness.agent.verify import ShellVerifier
+
+    if isinstance(agent.verifier, str | ShellVerifier):
+        raise ConfigError(
+            f"agent {agent.name!r} has a shell verifier, which would run a command inside the "
+            'workflow: the Temporal backend does not run it yet; use [runtime] backend = "embedded"'
+        )
     if agent.handoffs:
         raise ConfigError(
             f"agent {agent.name!r} has handoffs, which the Temporal backend does not run yet: "

@@ -46,8 +46,10 @@ __all__ = [
 ]
 
 Batch = dict[str, Any]
-"""One keyed write of a run: `key`, `first_seq`, `events` (type, ts, payload), `messages`,
-`audit`, `blobs` and `update` (the run row's changes)."""
+"""One keyed write of a run: `key`, `first_seq` (the seq the workflow gave its first event;
+`None`: not checked), `events` (type, ts, payload), `messages`, `audit`, `blobs`, `update`
+(the run row's changes) and, optionally, `expect` (the states the run must be in, else the
+batch is dropped: the run ended meanwhile)."""
 
 
 def request_to_dict(request: ModelRequest) -> dict[str, Any]:
@@ -227,4 +229,5 @@ def batch_step(run_id: str, batch: Mapping[str, Any]) -> StepWrite:
         blobs=dict(batch.get("blobs") or {}),
         update=None if not update else _update_from_dict(update),
         key=str(batch["key"]),
+        expect_states=batch.get("expect"),
     )

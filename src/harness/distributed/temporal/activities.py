@@ -26,7 +26,7 @@ from temporalio.exceptions import ApplicationError
 from harness.core.events import ModelFallback, ModelRetry
 from harness.core.messages import ToolCall
 from harness.distributed.host import AgentKey, WorkerHost
-from harness.errors import HarnessError, StoreError
+from harness.errors import HarnessError, StoreConflict, StoreError
 from harness.gateway.model import ModelRequest
 from harness.tools.context import ToolContext
 
@@ -115,9 +115,14 @@ class Activities:
 
     async def _write(self, run_id: str, batches: Any) -> None:
         for batch in batches:
-            written = await self._host.store.append(batch_step(run_id, batch))
-            expected = int(batch["first_seq"])
-            if written and written[0].seq != expected:
+            try:
+                written = await self._host.store.append(batch_step(run_id, batch))
+            except StoreConflict:
+                if batch.get("expect") is None:
+                    raise
+                continue  # the run ended meanwhile: nothing more to say
+            expected = batch.get("first_seq")
+            if written and expected is not None and written[0].seq != expected:
                 raise ApplicationError(
                     f"run {run_id}: the store numbered batch {batch['key']} from seq "
                     f"{written[0].seq}, the workflow from {expected}: another process wrote "
@@ -125,6 +130,7 @@ class Activities:
                     type="SeqMismatch",
                     non_retryable=True,
                 )
+            self._host.publish(written)
 
 
 class _KeptResults:

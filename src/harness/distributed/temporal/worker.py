@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Generator
 from datetime import timedelta
 from typing import Final
 
@@ -14,11 +16,26 @@ from ._hosts import register_host, unregister_host
 from .activities import Activities
 from .workflow import RunWorkflow
 
-__all__ = ["STICKY_TIMEOUT_S", "RunWorker"]
+__all__ = ["STICKY_TIMEOUT_S", "RunWorker", "hosted"]
 
 STICKY_TIMEOUT_S: Final = 2.0
 """How long a workflow task waits for the worker that ran the workflow last before any
 worker takes it: a dead worker delays its runs by this much, not by the SDK's 10 s."""
+
+
+@contextlib.contextmanager
+def hosted(task_queue: str | None, host: WorkerHost) -> Generator[None]:
+    """Make `host` the runtime of `harness.run` workflows of `task_queue` in this process.
+
+    A `RunWorker` does it while it runs. A `Replayer` of a recorded history needs it too,
+    with `None` (its workflows run on a task queue of its own): the workflow finds its
+    agents through the host.
+    """
+    register_host(task_queue, host)
+    try:
+        yield
+    finally:
+        unregister_host(task_queue, host)
 
 
 class RunWorker:
@@ -52,11 +69,8 @@ class RunWorker:
 
     async def run(self) -> None:
         """Work until `shutdown` (or a cancel of this call)."""
-        register_host(self.task_queue, self._host)
-        try:
+        with hosted(self.task_queue, self._host):
             await self._worker.run()
-        finally:
-            unregister_host(self.task_queue, self._host)
 
     async def shutdown(self) -> None:
         """Stop taking work; in-flight activities get a few seconds to end."""

@@ -28,7 +28,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
 from harness.core.codec import message_from_dict, usage_from_dict
-from harness.core.events import RunCancelled, RunPaused, RunResumed
+from harness.core.events import RunCancelled, RunFailed, RunPaused, RunResumed
 from harness.core.messages import ToolCall
 from harness.core.results import RunResult
 from harness.core.states import RunState
@@ -45,10 +45,12 @@ from harness.tools.toolset import ToolOutcome, Toolset
 from ._hosts import host_of
 from ._sink import WorkflowSink
 from ._wire import (
+    event_to_dict,
     notice_from_dict,
     request_to_dict,
     response_from_dict,
     tool_from_dict,
+    update_to_dict,
 )
 
 __all__ = ["WORKFLOW", "RunWorkflow"]
@@ -286,6 +288,7 @@ class RunWorkflow:
 
     def __init__(self) -> None:
         self._paused = False
+        self._paused_at = "step boundary"
         self._decisions: dict[str, ApprovalDecision] = {}
         self._asked: dict[str, dict[str, Any]] = {}
         self._cancel: dict[str, Any] | None = None
@@ -332,7 +335,20 @@ class RunWorkflow:
         """Execute the run to its end (a pause waits in here for `resume`)."""
         run_id, heartbeat_s = str(start["run_id"]), float(start.get("heartbeat_s") or 5.0)
         host = host_of(workflow.info().task_queue)
-        loaded = await self._load(run_id)
+        try:
+            loaded = await self._load(run_id)
+        except asyncio.CancelledError:  # cancelled before it ever ran here
+            who = self._cancel or {}
+            cancelled = RunCancelled(by=who.get("by"), reason=who.get("reason"))
+            update = RunUpdate(state=RunState.CANCELLED, termination="cancelled")
+            return await self._end_unloaded(run_id, cancelled, update)
+        except ActivityError as exc:  # it cannot be loaded: its agent is unknown here ...
+            error = _failure(exc)
+            failed = RunFailed(error=error, error_type="LoadError", termination="error")
+            update = RunUpdate(state=RunState.FAILED, termination="error", error=error)
+            return await self._end_unloaded(run_id, failed, update)
+        if loaded is None:  # it ended before its workflow ran (nothing to do)
+            return {"state": "ended", "termination": None}
         caller = _Caller(
             run_id, loaded.key.to_dict(), heartbeat_s, lambda: self._cancel is not None
         )
@@ -357,12 +373,16 @@ class RunWorkflow:
                 caller.check()
                 sink.emit(RunResumed())
                 await sink.flush(RunUpdate(state=RunState.PENDING))
-                loaded = await self._load(run_id)
+                again = await self._load(run_id)
+                if again is None:
+                    return {"state": "ended", "termination": None}
+                loaded = again
                 sink.state = RunState.RUNNING
         except asyncio.CancelledError:
             return await self._cancelled(sink)
 
-    async def _load(self, run_id: str) -> LoadedRun:
+    async def _load(self, run_id: str) -> LoadedRun | None:
+        """Where the run left off; `None` when it has ended already."""
         data = await workflow.execute_activity(
             LOAD_RUN,
             run_id,
@@ -371,10 +391,22 @@ class RunWorkflow:
         )
         loaded = LoadedRun.from_dict(data)
         if loaded.state not in (RunState.RUNNING, RunState.WAITING_TOOL):
-            raise ApplicationError(
-                f"run {run_id} is {loaded.state}: it cannot run", non_retryable=True
-            )
+            return None
         return loaded
+
+    async def _end_unloaded(
+        self, run_id: str, payload: RunCancelled | RunFailed, update: RunUpdate
+    ) -> dict[str, Any]:
+        """End a run this workflow never loaded: one write, unless it ended already."""
+        batch = {
+            "key": f"{workflow.info().run_id}:end",
+            "first_seq": None,
+            "expect": [RunState.PENDING, RunState.RUNNING, RunState.WAITING_TOOL, RunState.PAUSED],
+            "events": [event_to_dict(payload, workflow.now().timestamp())],
+            "update": update_to_dict(update),
+        }
+        await _Caller(run_id, {}, 5.0, lambda: False).record([batch])
+        return {"state": update.state, "termination": update.termination}
 
     async def _execute(
         self, host: WorkerHost, loaded: LoadedRun, caller: _Caller, sink: WorkflowSink
@@ -405,7 +437,8 @@ class RunWorkflow:
                 else None,
             )
         except RunInterrupted:
-            sink.emit(RunPaused(at="step boundary"))
+            sink.emit(RunPaused(at=self._paused_at))
+            self._paused_at = "step boundary"
             await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
             return None
 
@@ -421,12 +454,15 @@ class RunWorkflow:
         if self._sink is not None:
             await self._sink.flush()
         await workflow.wait_condition(
-            lambda: call_id in self._decisions or self._cancel is not None
+            lambda: call_id in self._decisions or self._cancel is not None or self._paused
         )
-        if call_id not in self._decisions:
-            raise asyncio.CancelledError
         del self._asked[call_id]
-        return self._decisions[call_id]
+        if call_id in self._decisions:
+            return self._decisions[call_id]
+        if self._cancel is not None:
+            raise asyncio.CancelledError
+        self._paused_at = "approval"  # asked again on resume, as embedded
+        raise RunInterrupted(f"run {request.run_id} paused while call {call_id} waited")
 
     async def _finished(
         self, host: WorkerHost, spec: AgentSpec, result: RunResult, sink: WorkflowSink

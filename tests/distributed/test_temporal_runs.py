@@ -136,7 +136,9 @@ async def test_approve_pause_resume_and_cancel_from_another_process(
         await asyncio.to_thread(
             control, home, temporal_address, task_queue, "approve", run_id, asked["call_id"]
         )
-        await state_of(h, run_id, RunState.RUNNING)
+        async with asyncio.timeout(30):  # the call runs once its decision is written
+            while not (tmp_path / "ledger").exists():
+                await asyncio.sleep(0.02)
         assert (tmp_path / "ledger").read_text() == "published news\n"
         await asyncio.to_thread(control, home, temporal_address, task_queue, "pause", run_id)
         await state_of(h, run_id, RunState.PAUSED)

@@ -23,3 +23,14 @@ class NoopRun:
         for _ in range(activities):
             await workflow.execute_activity(noop, start_to_close_timeout=timedelta(seconds=60))
         return activities
+
+
+@workflow.defn(name="bench.noop_run_plain", sandboxed=False)
+class NoopRunPlain:
+    """The same, outside the sandbox (as harness's workflow runs)."""
+
+    @workflow.run
+    async def run(self, activities: int) -> int:
+        for _ in range(activities):
+            await workflow.execute_activity(noop, start_to_close_timeout=timedelta(seconds=60))
+        return activities

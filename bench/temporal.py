@@ -40,7 +40,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _temporal_floor import NoopRun, noop
+from _temporal_floor import NoopRun, NoopRunPlain, noop
 
 from harness import Agent, Harness, Message, ModelRequest, tool
 from harness.distributed.temporal.devserver import DevServer, DevServerConfig
@@ -95,49 +95,60 @@ async def floor(address: str, server_pid: int | None, args: argparse.Namespace) 
     worker = Worker(
         client,
         task_queue=queue,
-        workflows=[NoopRun],
+        workflows=[NoopRun, NoopRunPlain],
         activities=[noop],
         max_concurrent_activities=args.concurrent,
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
     )
+    rows: list[Row] = []
     async with worker:
+        for kind, sandboxed in (("sandboxed", NoopRun), ("not sandboxed", NoopRunPlain)):
 
-        def one(n: int) -> Callable[[], Awaitable[Any]]:
-            return lambda: client.execute_workflow(
-                NoopRun.run, n, id=f"floor-{uuid.uuid4().hex}", task_queue=queue
-            )
+            def one(n: int, wf: Any = sandboxed) -> Callable[[], Awaitable[Any]]:
+                return lambda: client.execute_workflow(
+                    wf.run, n, id=f"floor-{uuid.uuid4().hex}", task_queue=queue
+                )
 
-        for _ in range(3):
-            await one(args.activities)()
-        empty: list[float] = []
-        full: list[float] = []
-        cpu = Cpu(server_pid).start()
-        for _ in range(args.runs):
-            empty.append(await timed(one(0)))
-            full.append(await timed(one(args.activities)))
-        ours, theirs = cpu.stop()
-        done = args.runs * args.activities
-        per = (statistics.median(full) - statistics.median(empty)) / args.activities
-        burst, n = args.concurrent, 3
-        cpu.start()
-        wall = await timed(lambda: asyncio.gather(*(one(n)() for _ in range(burst))))
-        b_ours, b_theirs = cpu.stop()
+            rows += await _floor_rows(kind, one, server_pid, args)
+    return rows
+
+
+async def _floor_rows(
+    kind: str,
+    one: Callable[[int], Callable[[], Awaitable[Any]]],
+    server_pid: int | None,
+    args: argparse.Namespace,
+) -> list[Row]:
+    for _ in range(3):
+        await one(args.activities)()
+    empty: list[float] = []
+    full: list[float] = []
+    cpu = Cpu(server_pid).start()
+    for _ in range(args.runs):
+        empty.append(await timed(one(0)))
+        full.append(await timed(one(args.activities)))
+    ours, theirs = cpu.stop()
+    done = args.runs * args.activities
+    per = (statistics.median(full) - statistics.median(empty)) / args.activities
+    burst, n = args.concurrent, 3
+    cpu.start()
+    wall = await timed(lambda: asyncio.gather(*(one(n)() for _ in range(burst))))
+    b_ours, b_theirs = cpu.stop()
     return [
         (
-            f"engine floor: workflow of {args.activities} no-op activities, median "
-            "(one after the other)",
+            f"engine floor ({kind}): workflow of {args.activities} no-op activities, median",
             f"{statistics.median(full) * 1e3:.0f} ms",
             f"none: {statistics.median(empty) * 1e3:.0f} ms",
             f"**{per * 1e3:.1f} ms per activity**",
         ),
         (
-            "engine floor: CPU per activity (this process / dev server)",
+            f"engine floor ({kind}): CPU per activity (this process / dev server)",
             f"{ours / done * 1e3:.1f} ms",
             f"{theirs / done * 1e3:.1f} ms",
-            "(includes the empty workflows)",
+            "(with the empty workflows)",
         ),
         (
-            f"engine floor: {burst} workflows × {n} no-op activities at once",
+            f"engine floor ({kind}): {burst} workflows × {n} no-op activities at once",
             f"{wall:.2f} s",
             f"{burst / wall:.1f} workflows/s",
             f"{burst * n / wall:.0f} activities/s; CPU {b_ours / (burst * n) * 1e3:.1f} + "
@@ -155,12 +166,17 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
-def agent() -> Agent:
-    async def model(request: ModelRequest) -> Message:
-        last = request.messages[-1]
-        return reply(last.content) if last.role == "tool" else reply(None, call("add", ARGS))
+def agent(steps: int = 1) -> Agent:
+    """Calls `add` in `steps` model steps, then answers with its last result."""
 
-    return Agent(name="bench", model=FunctionModel(model, keep_requests=False), tools=[add])
+    async def model(request: ModelRequest) -> Message:
+        calls = sum(1 for m in request.messages if m.role == "tool")
+        if calls < steps:
+            return reply(None, call("add", ARGS))
+        return reply(request.messages[-1].content)
+
+    name = "bench" if steps == 1 else f"bench{steps}"
+    return Agent(name=name, model=FunctionModel(model, keep_requests=False), tools=[add])
 
 
 async def one_run(h: Harness, bench: Agent) -> None:
@@ -168,12 +184,13 @@ async def one_run(h: Harness, bench: Agent) -> None:
     assert result.output == "5", result
 
 
-async def one_workflow(h: Harness, bench: Agent, client: Client) -> float:
+async def one_workflow(h: Harness, bench: Agent, client: Client | None) -> float:
     """Submit, await the run's workflow result (as the engine delivers it), then `wait`;
     returns the seconds to the workflow's result."""
     start = time.perf_counter()
     run_id = await h.submit(bench, "What is 2 + 3?")
-    await client.get_workflow_handle(run_id).result()
+    if client is not None:
+        await client.get_workflow_handle(run_id).result()
     engine = time.perf_counter() - start
     assert (await h.wait(run_id, timeout=120)).output == "5"
     return engine
@@ -223,11 +240,33 @@ async def harness_rows(
             cpu["temporal"].append(meter.stop())
         last = (await tmp.list(limit=1))[0].run_id
         per_run_activities = await activities_of(client, last)
+        slope = await step_slope(emb, tmp, client, args)
         walls = {
             "embedded": await timed(lambda: burst(emb, bench, args.concurrent, None)),
             "temporal": await timed(lambda: burst(tmp, bench, args.concurrent, client)),
         }
-    return _harness_table(times, cpu, walls, per_run_activities, args)
+    return [*_harness_table(times, cpu, walls, per_run_activities, args), slope]
+
+
+async def step_slope(emb: Harness, tmp: Harness, client: Client, args: argparse.Namespace) -> Row:
+    """Runs of 1 and of 6 model steps (each a model call and a tool call), interleaved:
+    the difference of the medians per extra step, on each backend."""
+    short, long = agent(1), agent(6)
+    times: dict[tuple[str, int], list[float]] = {}
+    for _ in range(max(2, args.runs // 4)):
+        for name, h, c in (("embedded", emb, None), ("temporal", tmp, client)):
+            for steps, bench in ((1, short), (6, long)):
+                times.setdefault((name, steps), []).append(await one_workflow(h, bench, c))
+    per = {
+        name: (statistics.median(times[name, 6]) - statistics.median(times[name, 1])) / 5
+        for name in ("embedded", "temporal")
+    }
+    return (
+        "per extra model step (model call + tool call: 2 activities), slope over 1 → 6 steps",
+        f"{per['embedded'] * 1e3:.1f} ms",
+        f"{per['temporal'] * 1e3:.0f} ms",
+        f"**+{(per['temporal'] - per['embedded']) / 2 * 1e3:.0f} ms per activity**",
+    )
 
 
 def _harness_table(

@@ -29,7 +29,7 @@ from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
 from harness.core.codec import message_from_dict, usage_from_dict
 from harness.core.events import RunCancelled, RunFailed, RunPaused, RunResumed
-from harness.core.messages import ToolCall
+from harness.core.messages import Message, ToolCall
 from harness.core.results import RunResult
 from harness.core.states import RunState
 from harness.core.usage import Limits
@@ -129,7 +129,8 @@ class _Caller:
         self.check()
 
     async def record(self, batches: list[dict[str, Any]]) -> None:
-        await workflow.execute_activity(
+        # A local activity: a store write needs no trip through the server's queue.
+        await workflow.execute_local_activity(
             RECORD,
             {"run_id": self.run_id, "writes": batches},
             start_to_close_timeout=timedelta(seconds=60),
@@ -256,8 +257,6 @@ class ProxyToolset(Toolset):
 
 
 def _outcome(call: ToolCall, data: Mapping[str, Any]) -> ToolOutcome:
-    from harness.core.messages import Message
-
     return ToolOutcome(
         call=call,
         message=Message.tool(call.id, data["shown"], name=call.name),
@@ -272,8 +271,6 @@ def _outcome(call: ToolCall, data: Mapping[str, Any]) -> ToolOutcome:
 def _unknown(exc: ActivityError) -> bool:
     """Whether the attempt may have run: its worker died or it ran out of time."""
     cause = exc.cause
-    if isinstance(cause, ApplicationError):
-        return cause.type == "OutcomeUnknown"
     return isinstance(cause, TimeoutError) or cause is None
 
 
@@ -382,8 +379,8 @@ class RunWorkflow:
             return await self._cancelled(sink)
 
     async def _load(self, run_id: str) -> LoadedRun | None:
-        """Where the run left off; `None` when it has ended already."""
-        data = await workflow.execute_activity(
+        """Where the run left off; `None` when it has ended already (a local activity)."""
+        data = await workflow.execute_local_activity(
             LOAD_RUN,
             run_id,
             start_to_close_timeout=timedelta(seconds=60),

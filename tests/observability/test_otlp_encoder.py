@@ -2,6 +2,9 @@
 request the SDK's encoder makes from `ReadableSpan`s, and what a real receiver decodes
 carries every GenAI attribute of the run."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +177,34 @@ async def test_the_receiver_decodes_every_attribute_of_a_scripted_run(
     assert {s.span_id: s.attributes for s in spans} == _expected(result.run_id, context, events)
     assert {s.trace_id for s in spans} == {context.trace_id}
     _genai(spans, result.run_id)
+
+
+def test_frames_written_in_odd_pieces_reach_the_receiver_whole() -> None:
+    """The child cuts frames out of whatever its pipe holds; a cut-off last frame is ignored."""
+    from harness.observability.export_process import _frame  # pyright: ignore[reportPrivateUsage]
+
+    records: list[Any] = [
+        ["s2", "run", "step 1", "internal", 1.0, 2.0, {"harness.step": 1}, [], "unset", None, True],
+        ["run", None, "invoke_agent a", "internal", 1.0, 3.0, {}, [], "unset", None, True],
+    ]  # fmt: skip
+    contexts = [TraceContext.new() for _ in range(30)]
+    data = b"".join(
+        _frame([(c.trace_id, c.span_id, None, f"run_{i}", records)]) for i, c in enumerate(contexts)
+    )
+    cut = _frame([(contexts[0].trace_id, "00f067aa0ba902b7", None, "run_x", records)])
+    with OTLPHTTPReceiver() as receiver:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        env.pop("OTEL_EXPORTER_OTLP_PROTOCOL", None)
+        command = [sys.executable, "-m", "harness.observability.export_process", "otlp"]
+        child = subprocess.Popen(command, stdin=subprocess.PIPE, env=env)
+        assert child.stdin is not None
+        for start in range(0, len(data), 7):
+            child.stdin.write(data[start : start + 7])
+            child.stdin.flush()
+        child.stdin.write(cut[:-3])
+        child.stdin.close()
+        assert child.wait(timeout=30) == 0
+        spans = list(receiver.spans.items)
+    assert len(spans) == 2 * len(contexts)
+    assert {s.trace_id for s in spans} == {c.trace_id for c in contexts}
+    assert {s.span_id for s in spans if s.name == "invoke_agent a"} == {c.span_id for c in contexts}

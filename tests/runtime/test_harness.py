@@ -106,6 +106,28 @@ async def test_cancel_during_a_model_call_keeps_what_was_done(tmp_path: Path) ->
     assert [m.role for m in result.messages] == ["system", "user"]
 
 
+async def test_a_waiter_that_gives_up_leaves_the_others_their_result(tmp_path: Path) -> None:
+    gate = asyncio.Event()
+
+    async def model(request: ModelRequest) -> Message:
+        await gate.wait()
+        return Message.assistant("done")
+
+    async with Harness(settings(tmp_path)) as harness:
+        run_id = await harness.submit(Agent(name="slow", model=FunctionModel(model)), "go")
+        patient = asyncio.ensure_future(harness.wait(run_id))
+        with pytest.raises(TimeoutError):
+            await harness.wait(run_id, timeout=0.05)
+        given_up = asyncio.ensure_future(harness.wait(run_id))
+        await asyncio.sleep(0.05)
+        given_up.cancel()
+        gate.set()
+        result = await asyncio.wait_for(patient, timeout=10)
+        again = await harness.wait(run_id, timeout=10)
+    assert given_up.cancelled()
+    assert result.output == again.output == "done"
+
+
 async def test_pause_at_a_step_boundary_then_resume(tmp_path: Path) -> None:
     calls = 0
 

@@ -94,7 +94,8 @@ class RunExecutor:
         self._approver, self._audit = approver, audit
         self._max, self._model_limits, self._lease_s = max_concurrent, model_limits, lease_s
         self._handles: dict[str, RunHandle] = {}
-        self._results: dict[str, asyncio.Future[RunResult | None]] = {}
+        self._waiters: dict[str, list[asyncio.Future[RunResult | None]]] = {}
+        """The futures of those who wait here for a run's result (`result_of`), by run."""
         self._early: dict[str, list[Control]] = {}
         self._models: dict[str, str] = {}
         self._running: Counter[str] = Counter()
@@ -364,8 +365,22 @@ class RunExecutor:
             self._start_task(record, messages)
 
     def result_of(self, run_id: str) -> asyncio.Future[RunResult | None] | None:
-        """The result of a run executing here, when it ends (`None`: ask the store)."""
-        return self._results.get(run_id)
+        """A future of the caller's own for the result of a run executing here.
+
+        It is done when the run ends here (`None` in it, or `None` returned: ask the
+        store). Cancelling it gives up this wait alone; `forget` it when done with it.
+        """
+        if run_id not in self._handles:
+            return None
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(run_id, []).append(waiter)
+        return waiter
+
+    def forget(self, run_id: str, waiter: asyncio.Future[RunResult | None]) -> None:
+        """Drop a future of `result_of` nobody awaits any more (a no-op once the run ended)."""
+        waiters = self._waiters.get(run_id)
+        if waiters is not None and waiter in waiters:
+            waiters.remove(waiter)
 
     def _start_task(
         self, record: RunRecord, messages: list[Message], *, events: list[RunEvent] | None = None
@@ -383,7 +398,6 @@ class RunExecutor:
         model = record.model or ""
         self._models[record.run_id] = model
         self._running[model] += 1
-        self._results[record.run_id] = asyncio.get_running_loop().create_future()
         if events:  # it ran before: a `mail` control may have gone to its previous owner
             handle.mail = True
         handle.task = asyncio.create_task(self._execute(record, handle, messages, events))
@@ -547,9 +561,7 @@ class RunExecutor:
             elif model is not None:
                 self._running[model] -= 1
             self.own.discard(record.run_id)
-            done = self._results.pop(record.run_id, None)
-            if done is not None and not done.done():
-                done.set_result(result)
+            self._answer_waiters(record.run_id, result)
             if result is None:  # a finished run needs no lease; any other is handed back
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._store.release(self._owner, [record.run_id]))
@@ -557,13 +569,20 @@ class RunExecutor:
                 self._grant()  # room for a woken run first,
             self.wake()  # then for one that waits in the queue
 
+    def _answer_waiters(self, run_id: str, result: RunResult | None) -> None:
+        """Give the run's waiters here its result (`None`: it did not end here)."""
+        for waiter in self._waiters.pop(run_id, ()):
+            if not waiter.done():
+                waiter.set_result(result)
+
     def _tell_waiter(self, run_id: str, error: StoreError) -> bool:
-        """Fail the local wait for the run's result with `error`; `False` if none waits."""
-        done = self._results.get(run_id)
-        if done is None or done.done():
-            return False
-        done.set_exception(error)
-        return True
+        """Fail the local waits for the run's result with `error`; `False` if none waits."""
+        told = False
+        for waiter in self._waiters.pop(run_id, ()):
+            if not waiter.done():
+                waiter.set_exception(error)
+                told = True
+        return told
 
     async def _execute_claimed(
         self,

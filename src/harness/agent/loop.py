@@ -222,7 +222,7 @@ class AgentLoop:
         return None if policy is None else WindowManager(policy, state=state)
 
     def _active_run(self, run_id: str, messages: list[Message], usage: Usage) -> ActiveRun:
-        parking = RunParking(self._sink, self._sink.commit, self._slot)
+        parking = RunParking(self._sink, self._slot)
         context = ToolContext(
             run_id=run_id,
             workspace=self._spec.workspace,

@@ -605,7 +605,7 @@ class RunExecutor:
             self._bus,
             run_id,
             owner=self._owner,
-            pause_requested=lambda: handle.pause_requested,
+            pause_requested=handle.pausing,
             usage=record.usage,
             watched=self.live_steps or self.watched[agent.name] > 0,
             children_usage=record.children_usage,

@@ -80,6 +80,24 @@ class AgentLoop:
             and the message tools reach it.
     """
 
+    __slots__ = (
+        "_approver",
+        "_audit",
+        "_checks",
+        "_children",
+        "_clock",
+        "_given",
+        "_mailbox",
+        "_model",
+        "_results",
+        "_sink",
+        "_slot",
+        "_spec",
+        "_stream",
+        "_switch",
+        "_toolset",
+    )
+
     def __init__(
         self,
         spec: AgentSpec,

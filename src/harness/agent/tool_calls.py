@@ -58,6 +58,17 @@ class ToolCallRunner:
         parking: Parks calls that wait for something outside the run (told each step).
     """
 
+    __slots__ = (
+        "_approver",
+        "_audit",
+        "_checkpoint",
+        "_context",
+        "_parking",
+        "_policy",
+        "_sink",
+        "_toolset",
+    )
+
     def __init__(
         self,
         toolset: Toolset,

@@ -26,6 +26,9 @@ from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, 
 from harness.memory import TokenCounter
 from harness.runtime.lifecycle import check_transition
 
+_NO_USAGE: Final = Usage()
+"""The usage of a run just created: one for every run (a `Usage` is frozen)."""
+
 _FOREVER: Final = contextlib.nullcontext()
 """`Harness.wait`'s context without a timeout: one for every waiter (it keeps no state)."""
 
@@ -1042,7 +1045,7 @@ def _new_record(created: list[RunEvent], run: NewRun) -> RunRecord:
         updated_at=now,
         started_at=now,
         finished_at=None,
-        usage=Usage(),
+        usage=_NO_USAGE,
         result=None,
         termination=None,
         error=None,

@@ -77,6 +77,27 @@ class StoreSink:
             see a step start before its model call returns.
     """
 
+    __slots__ = (
+        "_audit",
+        "_blobs",
+        "_bus",
+        "_children_changed",
+        "_delivered",
+        "_detail",
+        "_events",
+        "_messages",
+        "_owner",
+        "_pause_requested",
+        "_state",
+        "_store",
+        "_unsaved_reply",
+        "_usage_changed",
+        "_watched",
+        "children_usage",
+        "run_id",
+        "usage",
+    )
+
     def __init__(
         self,
         store: EventStore,

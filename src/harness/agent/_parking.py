@@ -75,12 +75,12 @@ class RunParking:
         self._parked += 1
         goes_on = False  # a pause or a cancel ends the run's execution: no slot to take back
         try:
-            async with self._lock():  # the call is on record before the slot goes
-                try:
+            try:
+                async with self._lock():  # the call is on record before the slot goes
                     await self._sink.commit()
-                except BaseException:
-                    _close(until)  # never awaited: a pause or a failed write came first
-                    raise
+            except BaseException:
+                _close(until)  # never awaited: a cancel or a failed write came first
+                raise
             result = await self._wait(until)
             goes_on = True
         except RunInterrupted:

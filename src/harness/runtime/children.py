@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 from harness.core.events import ChildFinished, ChildStarted, summarize
 from harness.core.states import TERMINAL_STATES, RunState
 from harness.core.usage import Usage
-from harness.errors import RunError, StoreConflict, ToolError
+from harness.errors import RunError, RunInterrupted, StoreConflict, ToolError
 from harness.runtime.child_limits import ChildLimits
 from harness.tools import ToolContext, ToolResult
 
@@ -149,18 +149,14 @@ class ChildRunner:
                 existed=existed,
             )
         )
-        self._handle.waiting_on_children += 1
         try:
-            if self._handle.pause_requested:  # asked before this wait: its children pause too
-                self._handle.pause()  # so the run stops waiting at once (its task is cancelled)
+            # A pause (asked before the wait too) ends the park with `RunInterrupted`.
             ended = await context.park(
                 f"waiting for child run {child_id}", self._ended_child(child_id, context, since)
             )
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, RunInterrupted):
             await asyncio.shield(self._pass_on(child_id))
             raise
-        finally:
-            self._handle.waiting_on_children -= 1
         await self._roll_up(ended)
         self._sink.emit(
             ChildFinished(
@@ -278,7 +274,7 @@ class ChildRunner:
             if self._handle.cancelled_by is not None:
                 reason = f"its parent {self._record.run_id} was cancelled"
                 await self._harness.cancel(child_id, reason=reason, by=self._by)
-            elif self._handle.paused_for_children:
+            elif self._handle.pause_requested:
                 await self._harness.pause(child_id, by=self._by)
 
     async def _roll_up(self, ended: RunRecord) -> None:

@@ -647,9 +647,6 @@ class RunExecutor:
             await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
             return None
         except asyncio.CancelledError:
-            if handle.cancelled_by is None and handle.paused_for_children:
-                await self._paused_waiting(sink, handle)
-                return None
             if handle.cancelled_by is None:
                 raise
             await self._cancelled(sink, handle)
@@ -716,14 +713,6 @@ class RunExecutor:
         )
         with contextlib.suppress(Exception):  # not ours any more, or the store is down
             self._publish(await self._store.append(step))
-
-    async def _paused_waiting(self, sink: StoreSink, handle: RunHandle) -> None:
-        """Pause a run that a pause stopped while it waited for its children."""
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()
-        sink.emit(RunPaused(at=handle.paused_at))
-        await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
 
     async def _cancelled(self, sink: StoreSink, handle: RunHandle) -> None:
         task = asyncio.current_task()

@@ -42,10 +42,6 @@ class RunHandle:
     cancelled_by: str | None = None
     approvals: dict[str, asyncio.Future[ApprovalDecision]] | None = None
     """Decisions awaited or delivered early, by call id; made by the first."""
-    waiting_on_children: int = 0
-    """Calls of agent tools of the run that wait for their child runs now."""
-    paused_for_children: bool = False
-    """A pause stopped the run while it waited for children (its task was cancelled)."""
     holds: set[asyncio.Future[None]] | None = None
     """Parked calls' waits (`hold`), each ended early by a pause; made by the first."""
     mail: bool = False
@@ -105,18 +101,13 @@ class RunHandle:
     def pause(self) -> None:
         """Ask the run to pause: at its next step boundary, or at once while it waits.
 
-        A wait for approval or for child runs ends at once; the call runs again on resume.
+        A wait for approval or a parked call (a wait for child runs, for a message) ends
+        at once; the call runs again on resume.
         """
         self.pause_requested = True
         for future in (self.approvals or {}).values():
             if not future.done():
                 future.set_exception(_paused_while_waiting(self.run_id))
-        if self.waiting_on_children and self.task is not None and not self.paused_for_children:
-            # Children may be paused too: the run would wait for them forever. It stops
-            # waiting and pauses; on resume its agent-tool calls run again and find them.
-            self.paused_for_children = True
-            self.paused_at = "children"
-            self.task.cancel()
         for held in self.holds or ():
             if not held.done():
                 held.set_result(None)

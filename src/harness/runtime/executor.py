@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import logging
 import math
 import time
@@ -142,7 +143,8 @@ class RunExecutor:
         return len(self._handles)
 
     def start(self) -> None:
-        """Start claiming and executing runs."""
+        """Start claiming and executing runs (and raise the collector's young threshold)."""
+        raise_young_threshold()
         self._tasks = [
             asyncio.create_task(job()) for job in (self._pump, self._renew, self._read_controls)
         ]
@@ -734,6 +736,24 @@ class RunExecutor:
 
 
 T = TypeVar("T")
+
+_DEFAULT_THRESHOLDS: Final = (700, 10, 10)
+"""CPython's collector thresholds, unless someone set others."""
+
+YOUNG_THRESHOLD: Final = 10_000
+"""Allocations between two young collections while runs execute here."""
+
+
+def raise_young_threshold() -> None:
+    """Collect the young generation every 10,000 allocations instead of every 700.
+
+    Process-wide, and only while the thresholds are still CPython's defaults: a process
+    that chose its own keeps them (set yours after `Harness.open` to override this). Runs
+    in flight keep many young objects alive, which every young collection walks again: in
+    a burst of 1,000 runs the collector's share of CPU goes from about 14 % to 3 %.
+    """
+    if gc.get_threshold() == _DEFAULT_THRESHOLDS:
+        gc.set_threshold(YOUNG_THRESHOLD, *_DEFAULT_THRESHOLDS[1:])
 
 
 class _Slot:

@@ -95,8 +95,9 @@ class RunExecutor:
         self._approver, self._audit = approver, audit
         self._max, self._model_limits, self._lease_s = max_concurrent, model_limits, lease_s
         self._handles: dict[str, RunHandle] = {}
-        self._waiters: dict[str, list[asyncio.Future[RunResult | None]]] = {}
-        """The futures of those who wait here for a run's result (`result_of`), by run."""
+        self._waiters: dict[str, tuple[asyncio.Future[RunResult | None], ...]] = {}
+        """The futures of those who wait here for a run's result (`result_of`), by run (a
+        tuple: most runs have one waiter)."""
         self._early: dict[str, list[Control]] = {}
         self._models: dict[str, str] = {}
         self._running: Counter[str] = Counter()
@@ -375,14 +376,14 @@ class RunExecutor:
         if run_id not in self._handles:
             return None
         waiter = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(run_id, []).append(waiter)
+        self._waiters[run_id] = (*self._waiters.get(run_id, ()), waiter)
         return waiter
 
     def forget(self, run_id: str, waiter: asyncio.Future[RunResult | None]) -> None:
         """Drop a future of `result_of` nobody awaits any more (a no-op once the run ended)."""
-        waiters = self._waiters.get(run_id)
-        if waiters is not None and waiter in waiters:
-            waiters.remove(waiter)
+        waiters = self._waiters.get(run_id, ())
+        if waiter in waiters:
+            self._waiters[run_id] = tuple(w for w in waiters if w is not waiter)
 
     def _start_task(
         self, record: RunRecord, messages: list[Message], *, events: list[RunEvent] | None = None
@@ -598,7 +599,7 @@ class RunExecutor:
         assert agent is not None  # `_runnable` checked
         # A run launched by our own submit (no events) was created RUNNING; a claimed one
         # is moved there.
-        started = [] if events is None else await self._start(record)
+        started = () if events is None else await self._start(record)
         if started is None:
             return None
         self._publish(started)
@@ -730,7 +731,7 @@ class RunExecutor:
             )
         )
 
-    def _publish(self, events: list[RunEvent]) -> None:
+    def _publish(self, events: Sequence[RunEvent]) -> None:
         for event in events:
             self._bus.publish(event)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
@@ -207,6 +208,23 @@ class StoreSink:
         )
         await self.flush(update)
 
+    def _forget(
+        self,
+        events: tuple[NewEvent, ...],
+        messages: tuple[Message, ...],
+        audit: tuple[AuditRecord, ...],
+        blobs: Mapping[str, str],
+        delivered: tuple[int, ...],
+    ) -> None:
+        """Drop what a write took from the buffers (what came after it stays)."""
+        del self._events[: len(events)], self._messages[: len(messages)], self._audit[: len(audit)]
+        if self._delivered:
+            del self._delivered[: len(delivered)]
+        if self._blobs:
+            for key in blobs:
+                if self._blobs.get(key) is blobs[key]:
+                    del self._blobs[key]
+
     async def flush(self, update: RunUpdate | None = None) -> None:
         """Commit everything kept so far, with `update` to the run's row."""
         kept = self._events or self._messages or self._audit or self._blobs or self._delivered
@@ -222,26 +240,28 @@ class StoreSink:
         events, messages, audit = tuple(self._events), tuple(self._messages), tuple(self._audit)
         blobs = dict(self._blobs) if self._blobs else {}
         delivered = tuple(self._delivered) if self._delivered else ()
-        written = await self._store.append(
-            StepWrite(
-                run_id=self.run_id,
-                events=events,
-                messages=messages,
-                audit=[_audit_row(entry) for entry in audit],
-                blobs=blobs,
-                update=update,
-                owner=self._owner,
-                delivered=delivered,
+        try:
+            written = await self._store.append(
+                StepWrite(
+                    run_id=self.run_id,
+                    events=events,
+                    messages=messages,
+                    audit=[_audit_row(entry) for entry in audit],
+                    blobs=blobs,
+                    update=update,
+                    owner=self._owner,
+                    delivered=delivered,
+                )
             )
-        )
+        except asyncio.CancelledError:
+            # The store's batches refuse a cancel: one that reached this task while its
+            # write was in flight arrives once that write is done. What it held is the
+            # store's now, and the run's last flush (its cancellation) must not write it
+            # again.
+            self._forget(events, messages, audit, blobs, delivered)
+            raise
         # Cleared only once committed: a failed write keeps the step for the next try.
-        del self._events[: len(events)], self._messages[: len(messages)], self._audit[: len(audit)]
-        if self._delivered:
-            del self._delivered[: len(delivered)]
-        if self._blobs:
-            for key in blobs:
-                if self._blobs.get(key) is blobs[key]:
-                    del self._blobs[key]
+        self._forget(events, messages, audit, blobs, delivered)
         self._state = None
         self._detail = None
         self._usage_changed = False

@@ -403,6 +403,7 @@ def main() -> None:
         "send",
         "serve",
         "stats",
+        "temporal",
         "tools",
         "tree",
         "triggers",

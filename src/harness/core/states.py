@@ -9,7 +9,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
-__all__ = ["CLAIMABLE_STATES", "RUN_STATES", "TERMINAL_STATES", "RunState"]
+__all__ = [
+    "CLAIMABLE_STATES",
+    "RUN_STATES",
+    "TEMPORAL_LEASE_S",
+    "TEMPORAL_OWNER",
+    "TERMINAL_STATES",
+    "RunState",
+]
 
 
 class RunState(StrEnum):
@@ -43,3 +50,13 @@ CLAIMABLE_STATES: Final[frozenset[RunState]] = frozenset(
     {RunState.PENDING, RunState.RUNNING, RunState.WAITING_TOOL}
 )
 """States `claim` takes by default: runs waiting to start, and runs of a dead owner."""
+
+TEMPORAL_OWNER: Final = "temporal"
+"""The lease owner of every run executed on Temporal (`[runtime] backend = "temporal"`).
+
+Its lease never runs out, so no embedded process claims such a run or takes it over: their
+claims want a run with no owner, their own, or an expired lease.
+"""
+
+TEMPORAL_LEASE_S: Final = 1e9
+"""The lease of a run on Temporal: about 31 years, never renewed and never running out."""

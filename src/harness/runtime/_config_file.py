@@ -27,6 +27,7 @@ from harness.runtime._config_agents import (
     known_strategy,
 )
 from harness.runtime.child_limits import ChildLimits
+from harness.runtime.runtime_settings import API_KEY_ENV, Backend, RuntimeSettings
 from harness.runtime.server_config import ServerConfig, ServerToken
 from harness.tools.mcp import MCPServerConfig
 from harness.tools.spec import Approval, SideEffects
@@ -326,6 +327,65 @@ class _ServerEntry(BaseModel):
         )
 
 
+class _RuntimeEntry(BaseModel):
+    """The `[runtime]` table: the engine of the runs (embedded or Temporal) and where it is."""
+
+    model_config = ConfigDict(extra="forbid")
+    backend: Backend = "embedded"
+    temporal_address: str = "127.0.0.1:7233"
+    namespace: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+    task_queue: str = Field(default="harness", min_length=1, max_length=1000)
+    temporal_tls: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_api_key(cls, data: object) -> object:
+        table = cast(dict[str, Any], data) if isinstance(data, dict) else None
+        keys = [k for k in table or {} if "key" in k.lower() or "token" in k.lower()]
+        if keys:
+            raise ValueError(
+                f"{keys[0]!r}: the Temporal API key is never kept in harness.toml: set the "
+                f"environment variable {API_KEY_ENV} instead"
+            )
+        return cast(object, data)
+
+    @field_validator("temporal_address")
+    @classmethod
+    def _host_port(cls, address: str) -> str:
+        host, _, port = address.rpartition(":")
+        if not host or any(c.isspace() or c == "/" for c in host) or not _port(port):
+            raise ValueError(
+                f"{address!r} is not host:port (e.g. 127.0.0.1:7233, or "
+                "NAMESPACE.ACCOUNT.tmprl.cloud:7233 for Temporal Cloud)"
+            )
+        return address
+
+    @field_validator("task_queue")
+    @classmethod
+    def _queue_name(cls, queue: str) -> str:
+        if queue != queue.strip() or queue.startswith("/_sys/"):
+            raise ValueError(
+                f"{queue!r}: a task queue has no surrounding spaces and does not start "
+                "with /_sys/ (Temporal's own)"
+            )
+        return queue
+
+    def settings(self, api_key: str | None) -> RuntimeSettings:
+        """The table as plain data, with the API key from the environment."""
+        return RuntimeSettings(
+            backend=self.backend,
+            temporal_address=self.temporal_address,
+            namespace=self.namespace,
+            task_queue=self.task_queue,
+            temporal_tls=self.temporal_tls,
+            temporal_api_key=api_key,
+        )
+
+
+def _port(text: str) -> bool:
+    return text.isdigit() and 0 < int(text) < 65536
+
+
 class _ChildrenEntry(BaseModel):
     """The `[children]` table: bounds on child runs (agents used as tools)."""
 
@@ -341,6 +401,7 @@ class _ChildrenEntry(BaseModel):
 class FileConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     children: _ChildrenEntry = _ChildrenEntry()
+    runtime: _RuntimeEntry = _RuntimeEntry()
     server: _ServerEntry = _ServerEntry()
     defaults: _Defaults = _Defaults()
     observability: _ObservabilityEntry = _ObservabilityEntry()

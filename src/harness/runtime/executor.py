@@ -607,7 +607,7 @@ class RunExecutor:
             slot=_Slot(self, run_id, handle),
             mailbox=RunMailbox(self._store, sink, run_id, agent=agent.name, handle=handle),
         )
-        left = _left_off(events or ())
+        left = left_off(events or ())
         if left.not_started:
             await self._redeliver(run_id, handle, left.not_started)
         try:
@@ -766,7 +766,7 @@ def _unrecorded(run_id: str, exc: StoreError) -> StoreError:
     )
 
 
-def _left_off(events: Sequence[RunEvent]) -> _LeftOff:
+def left_off(events: Sequence[RunEvent]) -> LeftOff:
     """Where a resumed run left off, from the events it had when it was claimed."""
     if not events:
         return _FRESH
@@ -784,11 +784,11 @@ def _left_off(events: Sequence[RunEvent]) -> _LeftOff:
             case _:
                 pass
         segments.see(event)
-    return _LeftOff(not_started=frozenset(asked), context=context, elapsed_s=segments.total())
+    return LeftOff(not_started=frozenset(asked), context=context, elapsed_s=segments.total())
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class _LeftOff:
+class LeftOff:
     """Where a resumed run left off."""
 
     not_started: frozenset[str] = frozenset()
@@ -799,7 +799,7 @@ class _LeftOff:
     """The time it executed before, counted against `Limits.max_seconds`."""
 
 
-_FRESH: Final = _LeftOff()
+_FRESH: Final = LeftOff()
 """Where a run that never started stands: shared, nothing to keep per run."""
 
 

@@ -20,7 +20,7 @@ from harness.agent.spec import AgentSpec
 from harness.core.ids import check_task_type, new_id
 from harness.core.messages import Message
 from harness.core.results import RunResult
-from harness.core.states import TERMINAL_STATES, RunState
+from harness.core.states import TEMPORAL_LEASE_S, TEMPORAL_OWNER, TERMINAL_STATES, RunState
 from harness.core.usage import Limits, Usage
 from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, StoreError
 from harness.memory import TokenCounter
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from harness.observability.metrics import MetricsSubscriber
     from harness.runtime._agents_config import Overrides, overrides_of
     from harness.runtime._catalog import AgentCatalog
+    from harness.runtime._temporal import TemporalBackend
     from harness.runtime._trigger_rules import Trigger
     from harness.runtime.bus import EventBus
     from harness.runtime.child_limits import ChildLimits
@@ -157,6 +158,8 @@ class Harness:
         self._trace_export = traces
         self._traces: LiveTraces | None = None
         self._trigger_engine: TriggerEngine | None = None
+        self._temporal: TemporalBackend | None = None
+        """The Temporal backend, when `[runtime] backend = "temporal"`."""
 
     @property
     def store(self) -> EventStore:
@@ -186,7 +189,9 @@ class Harness:
             self._keep_metrics(self.metrics)
         if self._traces is not None:
             self.bus.subscribe(self._traces)
-        if self._execute:
+        if self.settings.runtime.temporal:
+            await self._open_temporal()
+        elif self._execute:
             max_concurrent, _, model_limits, lease_s = self._limits
             self._executor = RunExecutor(
                 self.store,
@@ -207,6 +212,31 @@ class Harness:
             )
             self._executor.start()
             await self._start_triggers()
+
+    async def _open_temporal(self) -> None:
+        """Connect to Temporal and, when executing, start a worker in this process."""
+        from harness.runtime._temporal import TemporalBackend, TemporalHost, TemporalOptions
+
+        options = TemporalOptions.of(self.settings.runtime)
+        host = TemporalHost(self.store, self._agents, self._resources, self.bus)
+        backend = TemporalBackend(options, host, max_concurrent=self._limits[0])
+        await backend.open(execute=self._execute)
+        self._temporal = backend
+
+    def _on_temporal(self, record: RunRecord, verb: str) -> TemporalBackend | None:
+        """The backend of a run on Temporal; `None` for an embedded run.
+
+        Raises:
+            RunError: The run is on Temporal and this `Harness` is not.
+        """
+        if record.engine != "temporal":
+            return None
+        if self._temporal is None:
+            raise RunError(
+                f"cannot {verb} run {record.run_id}: it runs on Temporal; use a Harness whose "
+                '[runtime] backend = "temporal" (the same address and namespace)'
+            )
+        return self._temporal
 
     def _child_runner(self, record: RunRecord, sink: StoreSink, handle: RunHandle) -> ChildRuns:
         """The `ToolContext.children` of a run about to execute here."""
@@ -263,6 +293,9 @@ class Harness:
         if self._traces is not None:
             await self._traces.aclose()  # what is queued is exported before we return
             self._traces = None
+        if self._temporal is not None:
+            await self._temporal.aclose()
+            self._temporal = None
         await self._resources.aclose()
         if self._store is not None and self._owns_store:
             await self._store.close()
@@ -470,15 +503,11 @@ class Harness:
         messages = history or [Message.system(agent.system_prompt), Message.user(task)]
         counter = TokenCounter()
         messages = [counter.counted(m) for m in messages]
-        portable = agent_metadata(agent)
-        metadata: dict[str, Any] = {"agent": portable} if portable else {}
-        if overrides is not None:
-            metadata["overrides"] = overrides.to_dict()
-        if _origin is not None:
-            metadata.update(_origin.metadata)
+        metadata = _run_metadata(agent, overrides, _origin)
         # A run this process can start now never waits in the queue: it skips the bound,
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
+        temporal = self._temporal is not None and await self._temporal_ready(agent)
         if not local:
             pending = await self.store.count_runs(RunState.PENDING)
             if pending >= max_queue:
@@ -492,8 +521,8 @@ class Harness:
             metadata["trace_caller"] = trace.parent_span_id
         run = NewRun(
             state=RunState.RUNNING if local else RunState.PENDING,
-            owner=self.owner if local else None,
-            lease_s=lease_s if local else None,
+            owner=self.owner if local else TEMPORAL_OWNER if temporal else None,
+            lease_s=lease_s if local or not temporal else TEMPORAL_LEASE_S,
             run_id=run_id,
             agent=agent.name,
             task=task,
@@ -508,6 +537,7 @@ class Harness:
             trace_parent=trace.traceparent,
             experiment=variant[0] if variant else None,
             variant=variant[1] if variant else None,
+            engine="temporal" if temporal else "embedded",
         )
         submitted = NewEvent(
             payload=RunSubmitted(
@@ -529,7 +559,9 @@ class Harness:
         if self._traces is not None:
             self._traces.begin(run_id, trace)
         self._publish(created)
-        if self._executor is not None:
+        if self._temporal is not None:
+            await self._start_workflow(run_id)
+        elif self._executor is not None:
             self._executor.own.add(run_id)
             if local:  # already leased to us: start it without a trip through the queue
                 record = _new_record(created, run)
@@ -537,6 +569,35 @@ class Harness:
             else:
                 self._executor.wake()
         return run_id
+
+    async def _temporal_ready(self, agent: AgentSpec) -> bool:
+        """Whether the new run goes to Temporal.
+
+        It is refused before it exists when it cannot run there, or when the server cannot
+        be reached.
+        """
+        assert self._temporal is not None
+        _check_temporal(agent)
+        await self._temporal.runs()
+        return True
+
+    async def _start_workflow(self, run_id: str) -> None:
+        """Start a new run's workflow; a run whose workflow cannot start fails at once."""
+        assert self._temporal is not None
+        try:
+            await self._temporal.start(run_id)
+        except Exception as exc:
+            event = NewEvent(
+                payload=RunFailed(
+                    error=str(exc), error_type=type(exc).__name__, termination="error"
+                )
+            )
+            update = RunUpdate(termination="error", error=str(exc))
+            with contextlib.suppress(Exception):
+                await self.store.transition(
+                    run_id, [RunState.PENDING], RunState.FAILED, events=[event], update=update
+                )
+            raise
 
     async def _variant(
         self,
@@ -589,6 +650,7 @@ class Harness:
             if self._executor is not None:
                 self._executor.streaming[agent.name] += 1  # kept while this call runs
         watcher = _Watcher(on_event) if on_event else None
+        follower: asyncio.Task[None] | None = None
         subscription = self.bus.attach(watcher) if watcher else None
         if watcher and self._executor is not None:
             self._executor.watched[agent.name] += 1  # kept while this call runs
@@ -603,14 +665,23 @@ class Harness:
             if watcher:
                 watcher.run_id = run_id
                 await watcher.replay(self.store)
+                if self._temporal is not None:  # its worker may be another process
+                    follower = asyncio.create_task(self._follow(run_id, watcher))
             return await self.wait(run_id, timeout=timeout)
         finally:
+            if follower is not None:
+                follower.cancel()
             if subscription:
                 await subscription.close()
             if stream and self._executor is not None:
                 self._executor.streaming[agent.name] -= 1
             if watcher and self._executor is not None:
                 self._executor.watched[agent.name] -= 1
+
+    async def _follow(self, run_id: str, watcher: _Watcher) -> None:
+        """Hand `watcher` the run's events as the store gets them (a run on Temporal)."""
+        async for event in self.events(run_id):
+            watcher(event)
 
     async def wait(
         self,
@@ -698,6 +769,10 @@ class Harness:
         record = await self._record(run_id)
         state = record.state
         check_transition(run_id, state, RunState.CANCELLED, verb="cancel")
+        temporal = self._on_temporal(record, "cancel")
+        if temporal is not None:
+            await temporal.cancel(run_id, by=by, reason=reason)
+            return
         if state in (RunState.PENDING, RunState.PAUSED):
             moved = await self.store.transition(
                 run_id,
@@ -722,6 +797,10 @@ class Harness:
         record = await self._record(run_id)
         check_transition(run_id, record.state, RunState.PAUSED, verb="pause")
         by = by or f"user:{getpass.getuser()}"
+        temporal = self._on_temporal(record, "pause")
+        if temporal is not None:
+            await temporal.pause(run_id)
+            return
         await self.store.send_control(run_id, "pause", {"by": by})
         await cascade(self, run_id, "pause", by=by)
 
@@ -738,6 +817,10 @@ class Harness:
         if state in (RunState.FAILED, RunState.CANCELLED):
             return await self._continue(record)
         check_transition(run_id, state, RunState.PENDING, verb="resume")
+        temporal = self._on_temporal(record, "resume")
+        if temporal is not None:
+            await temporal.resume(run_id)
+            return run_id
         moved = await self.store.transition(
             run_id, [RunState.PAUSED], RunState.PENDING, events=[NewEvent(payload=RunResumed())]
         )
@@ -790,6 +873,11 @@ class Harness:
         """
         from harness.runtime.inbox import post_message
 
+        if (await self._record(run_id)).engine == "temporal":
+            raise RunError(
+                f"cannot send a message to run {run_id}: inboxes are not delivered to runs on "
+                "Temporal yet"
+            )
         return await post_message(self.store, run_id, content, sender=sender)
 
     async def pending_approvals(self, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -843,9 +931,14 @@ class Harness:
             by=by or f"user:{getpass.getuser()}",
             reason=reason,
         )
+        temporal = self._on_temporal(record, kind)
         earlier = await self.store.decide(decision)
         if earlier is not None:
             raise already_decided(earlier)
+        if temporal is not None:
+            await temporal.decide(
+                run_id, call_id, approved=decision.approved, by=decision.by, reason=reason
+            )
 
     async def _continue(self, record: RunRecord) -> str:
         agent = self._agents.get(record.agent)
@@ -902,6 +995,35 @@ class Harness:
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()
+
+
+def _run_metadata(
+    agent: AgentSpec, overrides: Overrides | None, origin: Firing | None
+) -> dict[str, Any]:
+    """A new run's metadata: its portable agent, overrides, and trigger."""
+    portable = agent_metadata(agent)
+    metadata: dict[str, Any] = {"agent": portable} if portable else {}
+    if overrides is not None:
+        metadata["overrides"] = overrides.to_dict()
+    if origin is not None:
+        metadata.update(origin.metadata)
+    return metadata
+
+
+def _check_temporal(agent: AgentSpec) -> None:
+    """Refuse what the Temporal backend does not run yet, before the run exists."""
+    from harness.agent.verify import ShellVerifier
+
+    if isinstance(agent.verifier, str | ShellVerifier):
+        raise ConfigError(
+            f"agent {agent.name!r} has a shell verifier, which would run a command inside the "
+            'workflow: the Temporal backend does not run it yet; use [runtime] backend = "embedded"'
+        )
+    if agent.handoffs:
+        raise ConfigError(
+            f"agent {agent.name!r} has handoffs, which the Temporal backend does not run yet: "
+            'use [runtime] backend = "embedded" for it'
+        )
 
 
 async def _open_store(target: str | None, home: Path) -> EventStore:

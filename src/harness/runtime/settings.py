@@ -22,6 +22,7 @@ from harness.gateway.profiles import (
 )
 from harness.observability.config import TraceSettings
 from harness.runtime.child_limits import ChildLimits
+from harness.runtime.runtime_settings import API_KEY_ENV, RuntimeSettings
 from harness.runtime.server_config import ServerConfig
 from harness.tools.approvals import ApprovalPolicy
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFIG_FILE",
     "ENV_SECTIONS",
+    "FLAT_ENV_SECTIONS",
     "MODEL_ENV_PREFIX",
     "MetricsSettings",
     "Settings",
@@ -53,8 +55,9 @@ The other tables of named tables take variables of the same form (`ENV_SECTIONS`
 `HARNESS_AGENTS__SUPPORT__MODEL=fast`, `HARNESS_TASK_TYPES__REFUND__STRATEGY=react`,
 `HARNESS_EXPERIMENTS__REFUND_MODEL__VARIANTS__B__WEIGHT=0`,
 `HARNESS_EXPERIMENTS__REFUND_MODEL__KEEP=a`, `HARNESS_TOOLS__LOOKUP__MAX_CONCURRENT=2`;
-`[defaults]` takes
-`HARNESS_DEFAULTS__<KEY>` (`HARNESS_DEFAULTS__LIMITS__MAX_STEPS=10`).
+`[defaults]` and `[runtime]` take
+`HARNESS_DEFAULTS__<KEY>` (`HARNESS_DEFAULTS__LIMITS__MAX_STEPS=10`) and
+`HARNESS_RUNTIME__<KEY>` (`HARNESS_RUNTIME__BACKEND=temporal`).
 
 `<PROFILE>` matches a profile of the file or a built-in one ignoring case, with any
 character other than a letter or digit written `_`; any other name adds a profile (named in
@@ -68,6 +71,9 @@ unsets the key, so that the built-in or default value applies.
 
 ENV_SECTIONS = ("models", "agents", "task_types", "experiments", "tools")
 """The sections of named tables whose keys `HARNESS_<SECTION>__<NAME>__<KEY>` sets."""
+
+FLAT_ENV_SECTIONS = {"defaults": "STRATEGY", "runtime": "BACKEND"}
+"""The plain tables whose keys `HARNESS_<SECTION>__<KEY>` sets, with an example key."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,6 +133,8 @@ class Settings:
     """The `[children]` table: depth and number of child runs (agents used as tools)."""
     triggers: tuple[Trigger, ...] = ()
     """The `[[triggers]]` tables, checked (`Harness.on` for the same in Python)."""
+    runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
+    """The `[runtime]` table: the engine of the runs (embedded or Temporal)."""
 
     def source_of(self, loc: tuple[str, ...]) -> str:
         """Where key `loc` of the file was set: `harness.toml` or a variable."""
@@ -178,6 +186,7 @@ def load_settings(home: Path | None = None) -> Settings:
             observability=config.observability.settings(),
             server=config.server.config(),
             children=config.children.limits(),
+            runtime=_runtime(config, sources),
             **_configured(config, sources, profiles=profiles, mcp_servers=mcp_servers),
         )
     env_model, env_store = os.environ.get("HARNESS_MODEL"), os.environ.get("HARNESS_STORE")
@@ -233,7 +242,7 @@ def _validate(raw: dict[str, Any], sources: _Sources) -> FileConfig:
 
 def _apply_env(raw: dict[str, Any], environ: Mapping[str, str], sources: _Sources) -> None:
     """Set the keys that `HARNESS_<SECTION>__…` variables give (`ENV_SECTIONS`, defaults)."""
-    for section in (*ENV_SECTIONS, "defaults"):
+    for section in (*ENV_SECTIONS, *FLAT_ENV_SECTIONS):
         prefix = f"HARNESS_{section.upper()}__"
         variables = sorted(v for v in environ if v.upper().startswith(prefix))
         if not variables:
@@ -249,9 +258,9 @@ def _apply_env(raw: dict[str, Any], environ: Mapping[str, str], sources: _Source
             tables = raw[section] = flatten_tool_tables(cast(dict[str, Any], tables))
         builtins = list(BUILTIN_PROFILES) if section == "models" else []
         for variable in variables:
-            if section == "defaults":
-                table, name, key = cast(dict[str, Any], tables), None, _key_of(variable, prefix)
-                schema = None
+            if section in FLAT_ENV_SECTIONS:
+                table, name = cast(dict[str, Any], tables), None
+                key, schema = _key_of(variable, prefix, FLAT_ENV_SECTIONS[section]), None
             else:
                 name, key = _split_variable(variable, prefix, [*builtins, *tables])
                 table = cast(dict[str, Any], tables).setdefault(name, {})
@@ -273,10 +282,10 @@ def _apply_env(raw: dict[str, Any], environ: Mapping[str, str], sources: _Source
             sources.env[loc] = variable
 
 
-def _key_of(variable: str, prefix: str) -> tuple[str, ...]:
+def _key_of(variable: str, prefix: str, example: str) -> tuple[str, ...]:
     parts = variable[len(prefix) :].split("__")
     if not all(parts):
-        raise ConfigError(f"environment variable {variable}: name a key, as in {prefix}STRATEGY")
+        raise ConfigError(f"environment variable {variable}: name a key, as in {prefix}{example}")
     return tuple(part.lower() for part in parts)
 
 
@@ -403,6 +412,25 @@ def _tools(
             function=entry.function,
         )
     return found
+
+
+def _runtime(config: FileConfig, sources: _Sources) -> RuntimeSettings:
+    """The `[runtime]` table; Temporal needs its SDK, and TLS to send an API key."""
+    runtime = config.runtime.settings(os.environ.get(API_KEY_ENV) or None)
+    if not runtime.temporal:
+        return runtime
+    from harness.distributed.temporal import TEMPORAL_EXTRA_HINT, temporal_installed
+
+    if not temporal_installed():
+        problem = f"'temporal' needs the temporalio SDK, not installed here: {TEMPORAL_EXTRA_HINT}"
+        raise ConfigError(sources.problem(("runtime", "backend"), problem))
+    if runtime.temporal_api_key is not None and not runtime.temporal_tls:
+        problem = (
+            f"false while {API_KEY_ENV} is set: an API key never travels without TLS; "
+            "set temporal_tls = true (or unset the variable)"
+        )
+        raise ConfigError(sources.problem(("runtime", "temporal_tls"), problem))
+    return runtime
 
 
 def _approvals(config: FileConfig, path: Path) -> ApprovalPolicy:

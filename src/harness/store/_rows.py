@@ -49,7 +49,7 @@ RUN_COLUMNS: Final = (
     "run_id, agent, state, task, resumed_from, model, priority, created_at, updated_at, "
     "started_at, finished_at, usage, result, termination, error, owner, lease_expires_at, "
     "metadata, last_seq, result_data, task_type, trace_parent, "
-    "experiment, variant, parent_run_id, root_run_id, depth, children_usage"
+    "experiment, variant, parent_run_id, root_run_id, depth, children_usage, engine"
 )
 CONTROL_COLUMNS: Final = "id, run_id, kind, created_at, body"
 
@@ -219,6 +219,7 @@ def run_from_row(row: Row, previous_owner: str | None = None) -> RunRecord:
         root_run_id=row[25],
         depth=int(row[26]),
         children_usage=_NO_USAGE if row[27] is None else usage_from_dict(loads(row[27])),
+        engine=row[28],
     )
 
 

@@ -288,6 +288,12 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         statements=(_FEED_CURSORS,),
         dialects={"postgresql": _PG_FEED},
     ),
+    Migration(
+        version=14,
+        description="runs.engine: what executes a run, embedded or temporal (a workflow that "
+        "embedded processes never claim, adopt or take over)",
+        statements=("ALTER TABLE runs ADD COLUMN engine TEXT NOT NULL DEFAULT 'embedded'",),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

@@ -53,7 +53,8 @@ _NO_USAGE = encode_usage(Usage())
 _RUN_FIELDS = (
     "run_id, agent, state, task, resumed_from, model, priority, task_type, created_at, "
     "updated_at, started_at, usage, metadata, owner, lease_expires_at, last_seq, "
-    "last_message, trace_parent, experiment, variant, parent_run_id, root_run_id, depth"
+    "last_message, trace_parent, experiment, variant, parent_run_id, root_run_id, depth, "
+    "engine"
 )
 _CREATE_RUN = (
     f"INSERT INTO runs ({_RUN_FIELDS}) VALUES ({marks(_RUN_FIELDS.count(',') + 1)}) "
@@ -148,6 +149,7 @@ def create_run(
         run.parent_run_id,
         run.root_run_id,
         run.depth,
+        run.engine,
     )
     # The key refuses a second run of the same id: no row back, and nothing written.
     if not db.query(_CREATE_RUN, row):

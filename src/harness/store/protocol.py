@@ -93,6 +93,8 @@ class NewRun:
     """The A/B experiment the run takes part in (`[experiments.NAME]`), if any."""
     variant: str | None = None
     """The experiment's variant the run was assigned, set with `experiment`."""
+    engine: str = "embedded"
+    """What executes it: `embedded` (harness's own executors) or `temporal` (a workflow)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -160,6 +162,9 @@ class RunRecord:
     depth: int = 0
     """How many parents are above it (0: no child run)."""
     children_usage: Usage = field(default_factory=Usage)
+    engine: str = "embedded"
+    """What executes it: `embedded`, or `temporal` (a workflow; embedded processes never
+    claim, adopt or take it over)."""
     """What its child runs (and theirs, all the way down) consumed, as their results came
     back to it; `usage` is its own only. Each token is in exactly one run's `usage`."""
 

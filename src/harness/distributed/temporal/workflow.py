@@ -1,0 +1,503 @@
+"""`RunWorkflow` (`harness.run`): one harness run, the agent loop inside a Temporal workflow.
+
+The loop (`AgentLoop`: strategy, stop conditions, window manager, approval policy) runs in
+workflow code, as it does embedded, handed proxies for what does I/O: its model's calls
+run the `harness.model_call` activity, its tool calls `harness.tool_call`, and its events
+and messages are written by activities (`WorkflowSink`). The workflow's own clock times
+the run (`Limits.max_seconds`). Workflow id = run id.
+
+Controls: signals `pause`, `resume` and `cancelling` (who cancels and why, sent just before
+the workflow's cancellation), update `decide` (approve or deny a call), query `state`.
+
+The workflow is not sandboxed: agents and their tools live in the worker's memory (found
+through the task queue's `WorkerHost`), and the loop is deterministic given what the
+activities returned; a replay test guards that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import timedelta
+from typing import Any, Final
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
+
+from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
+from harness.agent.spec import AgentSpec
+from harness.core.codec import message_from_dict, usage_from_dict
+from harness.core.events import RunCancelled, RunFailed, RunPaused, RunResumed
+from harness.core.messages import ToolCall
+from harness.core.results import RunResult
+from harness.core.states import RunState
+from harness.core.usage import Limits
+from harness.distributed.host import LoadedRun, WorkerHost
+from harness.errors import ModelError, RunInterrupted
+from harness.gateway.model import Model, ModelRequest, ModelResponse, ResponseDone, StreamEvent
+from harness.memory import ContextState
+from harness.store.protocol import RunUpdate
+from harness.tools.approvals import ApprovalDecision, ApprovalRequest
+from harness.tools.context import ToolContext
+from harness.tools.toolset import ToolOutcome, Toolset
+
+from ._hosts import host_of
+from ._sink import WorkflowSink
+from ._wire import (
+    event_to_dict,
+    notice_from_dict,
+    request_to_dict,
+    response_from_dict,
+    tool_from_dict,
+    update_to_dict,
+)
+
+__all__ = ["WORKFLOW", "RunWorkflow"]
+
+WORKFLOW: Final = "harness.run"
+
+LOAD_RUN: Final = "harness.load_run"
+MODEL_CALL: Final = "harness.model_call"
+TOOL_CALL: Final = "harness.tool_call"
+RECORD: Final = "harness.record"
+
+_STORE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=0.5),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=20,
+)
+"""Store writes and reads: retried (a store that is down comes back); each is idempotent."""
+
+_MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=0.5),
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=3,
+)
+"""A model call whose worker died is sent again; the gateway's own retries and fallbacks
+happen inside one attempt, and a model error that reaches the activity is not retried."""
+
+_SAFE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=0.5),
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=3,
+)
+"""A tool without side effects, or an idempotent one: run again when its worker died."""
+
+_ONCE = RetryPolicy(maximum_attempts=1)
+"""Any other tool: at most once; an attempt whose outcome is unknown is reported so."""
+
+_MODEL_CALL_S: Final = 900.0
+"""The longest a model call (the gateway's retries and fallbacks included) may take."""
+
+
+class _Caller:
+    """Starts the run's activities, each carrying the writes not yet known to be done."""
+
+    def __init__(
+        self,
+        run_id: str,
+        key: Mapping[str, Any],
+        heartbeat_s: float,
+        cancelled: Callable[[], bool],
+    ) -> None:
+        self.run_id, self.key, self.heartbeat_s = run_id, dict(key), heartbeat_s
+        self.sink: WorkflowSink | None = None
+        self._cancelled = cancelled
+
+    def check(self) -> None:
+        """Stop the loop once the run is being cancelled.
+
+        A call that ended anyway (its activity finished before it heard of the cancel) is
+        the last one.
+        """
+        if self._cancelled():
+            raise asyncio.CancelledError
+
+    def _carried(self) -> list[dict[str, Any]]:
+        return self.sink.carried() if self.sink is not None else []
+
+    def _written(self, batches: list[dict[str, Any]]) -> None:
+        if self.sink is not None:
+            self.sink.written(batches)
+
+    def check_cancelled(self, exc: ActivityError) -> None:
+        """Raise `CancelledError` when the activity ended because the run is cancelled."""
+        if isinstance(exc.cause, CancelledError):
+            raise asyncio.CancelledError
+        self.check()
+
+    async def record(self, batches: list[dict[str, Any]]) -> None:
+        await workflow.execute_activity(
+            RECORD,
+            {"run_id": self.run_id, "writes": batches},
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=_STORE_RETRY,
+        )
+
+    async def model_call(self, request: ModelRequest) -> dict[str, Any]:
+        batches = self._carried()
+        data: dict[str, Any] = await workflow.execute_activity(
+            MODEL_CALL,
+            {
+                "run_id": self.run_id,
+                "key": self.key,
+                "writes": batches,
+                "request": request_to_dict(request),
+                "heartbeat_s": self.heartbeat_s,
+            },
+            start_to_close_timeout=timedelta(seconds=_MODEL_CALL_S),
+            heartbeat_timeout=timedelta(seconds=self.heartbeat_s),
+            retry_policy=_MODEL_RETRY,
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        self._written(batches)
+        self.check()
+        return data
+
+    async def tool_call(self, call: ToolCall, seconds: float, repeatable: bool) -> dict[str, Any]:
+        batches = self._carried()
+        data: dict[str, Any] = await workflow.execute_activity(
+            TOOL_CALL,
+            {
+                "run_id": self.run_id,
+                "key": self.key,
+                "writes": batches,
+                "call": {"id": call.id, "name": call.name, "arguments": call.arguments},
+                "heartbeat_s": self.heartbeat_s,
+            },
+            start_to_close_timeout=timedelta(seconds=seconds + 30.0),
+            heartbeat_timeout=timedelta(seconds=self.heartbeat_s),
+            retry_policy=_SAFE_RETRY if repeatable else _ONCE,
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        self._written(batches)
+        self.check()
+        return data
+
+
+class _WorkflowClock:
+    """The workflow's time: the same on every replay."""
+
+    def now(self) -> float:
+        return workflow.now().timestamp()
+
+    def monotonic(self) -> float:
+        return workflow.time()
+
+
+class ModelProxy:
+    """The agent's model as the workflow sees it: each call is a `harness.model_call`.
+
+    `inner` is the worker's real model (never called here): the context window of its
+    profile sizes the window manager, as it does embedded.
+    """
+
+    def __init__(self, inner: Model, caller: _Caller) -> None:
+        self.inner, self._caller, self._name = inner, caller, inner.name
+
+    @property
+    def name(self) -> str:
+        """The real model's name."""
+        return self._name
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Run the call in an activity; its retry and fallback notices reach the loop."""
+        try:
+            data = await self._caller.model_call(request)
+        except ActivityError as exc:
+            self._caller.check_cancelled(exc)
+            raise ModelError(_failure(exc)) from None
+        if request.observer is not None:
+            for notice in data.get("notices") or ():
+                request.observer(notice_from_dict(notice))
+        return response_from_dict(data)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """The whole response at once: deltas have no live channel out of an activity."""
+        yield ResponseDone(response=await self.request(request))
+
+
+class ProxyToolset(Toolset):
+    """The agent's tools as the workflow sees them: each call is a `harness.tool_call`.
+
+    Checks that need no tool (unknown names, bad JSON, arguments against the schema) run
+    here as they do embedded; the worker runs the tool itself with its validation,
+    timeout and truncation.
+    """
+
+    def __init__(self, loaded: LoadedRun, caller: _Caller) -> None:
+        super().__init__([tool_from_dict(t) for t in loaded.tools], clock=_WorkflowClock())
+        self._caller = caller
+
+    async def execute(
+        self, call: ToolCall, *, limits: Limits, context: ToolContext | None = None
+    ) -> ToolOutcome:
+        """Run the call on a worker; an attempt whose outcome is unknown says so."""
+        spec = self.get(call.name)
+        if spec is None:
+            return await super().execute(call, limits=limits, context=context)
+        seconds = limits.tool_seconds(spec.timeout) + spec.grace_s
+        repeatable = spec.side_effects in ("none", "idempotent")
+        started = workflow.time()
+        try:
+            data = await self._caller.tool_call(call, seconds, repeatable)
+        except ActivityError as exc:
+            self._caller.check_cancelled(exc)
+            text = UNKNOWN_OUTCOME if _unknown(exc) else f"The tool failed: {_failure(exc)}"
+            return self.outcome(call, "tool_crash", text, limits=limits, started=started)
+        sink = self._caller.sink
+        blobs: dict[str, str] = data.get("blobs") or {}
+        for key, text in blobs.items():
+            if sink is not None:
+                sink.blob(key, text)
+        return _outcome(call, data)
+
+
+def _outcome(call: ToolCall, data: Mapping[str, Any]) -> ToolOutcome:
+    from harness.core.messages import Message
+
+    return ToolOutcome(
+        call=call,
+        message=Message.tool(call.id, data["shown"], name=call.name),
+        status=data["status"],
+        output=data["output"],
+        truncated=bool(data["truncated"]),
+        duration_s=float(data["duration_s"]),
+        metadata=data.get("metadata") or {},
+    )
+
+
+def _unknown(exc: ActivityError) -> bool:
+    """Whether the attempt may have run: its worker died or it ran out of time."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        return cause.type == "OutcomeUnknown"
+    return isinstance(cause, TimeoutError) or cause is None
+
+
+def _failure(exc: ActivityError) -> str:
+    cause = exc.cause
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+
+
+@workflow.defn(name=WORKFLOW, sandboxed=False)
+class RunWorkflow:
+    """One harness run (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._paused = False
+        self._paused_at = "step boundary"
+        self._decisions: dict[str, ApprovalDecision] = {}
+        self._asked: dict[str, dict[str, Any]] = {}
+        self._cancel: dict[str, Any] | None = None
+        self._sink: WorkflowSink | None = None
+        self._state = RunState.PENDING.value
+
+    @workflow.signal(name="pause")
+    def pause(self) -> None:
+        """Pause at the next step boundary."""
+        self._paused = True
+
+    @workflow.signal(name="resume")
+    def resume(self) -> None:
+        """Go on after a pause."""
+        self._paused = False
+
+    @workflow.signal(name="cancelling")
+    def cancelling(self, who: dict[str, Any]) -> None:
+        """Who cancels and why (`by`, `reason`), sent just before the cancellation."""
+        self._cancel = dict(who)
+
+    @workflow.update(name="decide")
+    def decide(self, decision: dict[str, Any]) -> None:
+        """Approve or deny a call: `call_id`, `approved`, `by`, `reason`."""
+        self._decisions[str(decision["call_id"])] = ApprovalDecision(
+            approved=bool(decision["approved"]),
+            by=str(decision.get("by") or "unknown"),
+            reason=decision.get("reason"),
+        )
+
+    @workflow.query(name="state")
+    def state(self) -> dict[str, Any]:
+        """The run's state, its next event's seq, and the calls waiting for a decision."""
+        sink = self._sink
+        return {
+            "state": sink.state.value if sink is not None else self._state,
+            "paused": self._paused,
+            "next_seq": sink.next_seq if sink is not None else None,
+            "pending_approvals": list(self._asked.values()),
+        }
+
+    @workflow.run
+    async def run(self, start: dict[str, Any]) -> dict[str, Any]:
+        """Execute the run to its end (a pause waits in here for `resume`)."""
+        run_id, heartbeat_s = str(start["run_id"]), float(start.get("heartbeat_s") or 5.0)
+        host = host_of(workflow.info().task_queue)
+        try:
+            loaded = await self._load(run_id)
+        except asyncio.CancelledError:  # cancelled before it ever ran here
+            who = self._cancel or {}
+            cancelled = RunCancelled(by=who.get("by"), reason=who.get("reason"))
+            update = RunUpdate(state=RunState.CANCELLED, termination="cancelled")
+            return await self._end_unloaded(run_id, cancelled, update)
+        except ActivityError as exc:  # it cannot be loaded: its agent is unknown here ...
+            error = _failure(exc)
+            failed = RunFailed(error=error, error_type="LoadError", termination="error")
+            update = RunUpdate(state=RunState.FAILED, termination="error", error=error)
+            return await self._end_unloaded(run_id, failed, update)
+        if loaded is None:  # it ended before its workflow ran (nothing to do)
+            return {"state": "ended", "termination": None}
+        caller = _Caller(
+            run_id, loaded.key.to_dict(), heartbeat_s, lambda: self._cancel is not None
+        )
+        sink = self._sink = WorkflowSink(
+            run_id,
+            last_seq=loaded.last_seq,
+            key_prefix=workflow.info().run_id,
+            now=lambda: workflow.now().timestamp(),
+            flush=caller.record,
+            pause_requested=lambda: self._paused,
+            cancel_requested=lambda: self._cancel is not None,
+            usage=usage_from_dict(dict(loaded.usage)),
+        )
+        caller.sink = sink
+        self._decisions.update(_decisions(loaded))
+        try:
+            while True:
+                result = await self._execute(host, loaded, caller, sink)
+                if result is not None:
+                    return await self._finished(host, host.agent(loaded.key), result, sink)
+                await workflow.wait_condition(lambda: not self._paused or self._cancel is not None)
+                caller.check()
+                sink.emit(RunResumed())
+                await sink.flush(RunUpdate(state=RunState.PENDING))
+                again = await self._load(run_id)
+                if again is None:
+                    return {"state": "ended", "termination": None}
+                loaded = again
+                sink.state = RunState.RUNNING
+        except asyncio.CancelledError:
+            return await self._cancelled(sink)
+
+    async def _load(self, run_id: str) -> LoadedRun | None:
+        """Where the run left off; `None` when it has ended already."""
+        data = await workflow.execute_activity(
+            LOAD_RUN,
+            run_id,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=_STORE_RETRY,
+        )
+        loaded = LoadedRun.from_dict(data)
+        if loaded.state not in (RunState.RUNNING, RunState.WAITING_TOOL):
+            return None
+        return loaded
+
+    async def _end_unloaded(
+        self, run_id: str, payload: RunCancelled | RunFailed, update: RunUpdate
+    ) -> dict[str, Any]:
+        """End a run this workflow never loaded: one write, unless it ended already."""
+        batch = {
+            "key": f"{workflow.info().run_id}:end",
+            "first_seq": None,
+            "expect": [RunState.PENDING, RunState.RUNNING, RunState.WAITING_TOOL, RunState.PAUSED],
+            "events": [event_to_dict(payload, workflow.now().timestamp())],
+            "update": update_to_dict(update),
+        }
+        await _Caller(run_id, {}, 5.0, lambda: False).record([batch])
+        return {"state": update.state, "termination": update.termination}
+
+    async def _execute(
+        self, host: WorkerHost, loaded: LoadedRun, caller: _Caller, sink: WorkflowSink
+    ) -> RunResult | None:
+        """Run the loop from where `loaded` left off; `None` when it paused."""
+        spec = host.agent(loaded.key)
+        loop = AgentLoop(
+            spec,
+            model=ModelProxy(host.model(spec), caller),
+            toolset=ProxyToolset(loaded, caller),
+            sink=sink,
+            approver=self._approve,
+            audit=sink,
+            clock=_WorkflowClock(),
+        )
+        context = loaded.context
+        try:
+            return await loop.run(
+                loaded.run_id,
+                [message_from_dict(dict(m)) for m in loaded.messages],
+                not_started=loaded.not_started,
+                usage=usage_from_dict(dict(loaded.usage)),
+                context=None if context is None else ContextState.from_dict(context),
+                elapsed_s=loaded.elapsed_s,
+                task_type=loaded.key.task_type,
+                variant=(loaded.key.experiment, loaded.key.variant)
+                if loaded.key.experiment and loaded.key.variant
+                else None,
+            )
+        except RunInterrupted:
+            sink.emit(RunPaused(at=self._paused_at))
+            self._paused_at = "step boundary"
+            await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
+            return None
+
+    async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Wait for `decide` on the call; the request is in the store first."""
+        call_id = request.call_id
+        self._asked[call_id] = {
+            "call_id": call_id,
+            "tool": request.tool,
+            "arguments": request.arguments,
+            "reason": request.reason,
+        }
+        if self._sink is not None:
+            await self._sink.flush()
+        await workflow.wait_condition(
+            lambda: call_id in self._decisions or self._cancel is not None or self._paused
+        )
+        del self._asked[call_id]
+        if call_id in self._decisions:
+            return self._decisions[call_id]
+        if self._cancel is not None:
+            raise asyncio.CancelledError
+        self._paused_at = "approval"  # asked again on resume, as embedded
+        raise RunInterrupted(f"run {request.run_id} paused while call {call_id} waited")
+
+    async def _finished(
+        self, host: WorkerHost, spec: AgentSpec, result: RunResult, sink: WorkflowSink
+    ) -> dict[str, Any]:
+        state = RunState.FAILED if result.termination == "error" else RunState.COMPLETED
+        await sink.flush(
+            RunUpdate(
+                state=state,
+                result=result.output,
+                usage=result.usage,
+                termination=result.termination,
+                error=result.error,
+                result_data=host.result_data(result, spec),
+            )
+        )
+        return {"state": state.value, "termination": result.termination}
+
+    async def _cancelled(self, sink: WorkflowSink) -> dict[str, Any]:
+        who = self._cancel or {}
+        sink.emit(RunCancelled(by=who.get("by"), reason=who.get("reason")))
+        await sink.flush(
+            RunUpdate(
+                state=RunState.CANCELLED,
+                termination="cancelled",
+                usage=sink.usage,
+                error=who.get("reason"),
+            )
+        )
+        return {"state": RunState.CANCELLED.value, "termination": "cancelled"}
+
+
+def _decisions(loaded: LoadedRun) -> dict[str, ApprovalDecision]:
+    return {
+        call_id: ApprovalDecision(
+            approved=bool(d["approved"]), by=str(d.get("by") or "unknown"), reason=d.get("reason")
+        )
+        for call_id, d in loaded.decisions.items()
+    }

@@ -1,0 +1,315 @@
+"""The runtime's side of the Temporal backend (`[runtime] backend = "temporal"`).
+
+`TemporalHost` is the `WorkerHost` the workflow and activities of
+`harness.distributed.temporal` run on: the store, the agents of the `Harness`, their models
+and tools. `TemporalBackend` is what the `Harness` verbs delegate to for runs on Temporal:
+start a run's workflow, pause, resume, cancel, deliver decisions; and, when the `Harness`
+executes runs, a Temporal worker in this process.
+
+Importing this module loads no temporalio: the engine is imported when a backend opens, so
+`import harness.runtime` stays free of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness.agent.spec import AgentSpec
+from harness.core.codec import message_to_dict, usage_to_dict
+from harness.core.events import RunEvent
+from harness.core.results import RunResult
+from harness.core.states import TEMPORAL_OWNER, RunState
+from harness.core.usage import Usage
+from harness.distributed.host import AgentKey, LoadedRun
+from harness.errors import ConfigError, RunError
+from harness.gateway.model import Model
+from harness.runtime._catalog import AgentCatalog
+from harness.runtime.bus import EventBus
+from harness.runtime.executor import left_off
+from harness.runtime.resources import AgentResources
+from harness.runtime.runs import result_data
+from harness.runtime.runtime_settings import RuntimeSettings
+from harness.store.protocol import EventStore, RunRecord
+from harness.tools.toolset import Toolset
+
+if TYPE_CHECKING:
+    from harness.distributed.temporal.client import RunClient
+    from harness.distributed.temporal.worker import RunWorker
+
+__all__ = [
+    "TemporalBackend",
+    "TemporalHost",
+    "TemporalOptions",
+    "is_temporal",
+]
+
+_log = logging.getLogger(__name__)
+
+
+def is_temporal(record: RunRecord) -> bool:
+    """Whether the run executes on Temporal (`runs.engine`, migration 14)."""
+    return record.engine == "temporal"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TemporalOptions:
+    """Where runs on Temporal go (`[runtime]` of harness.toml)."""
+
+    address: str = "127.0.0.1:7233"
+    """The Temporal frontend, `host:port`."""
+    namespace: str = "default"
+    """The namespace the workflows live in."""
+    task_queue: str = "harness"
+    """The task queue of the workers."""
+    tls: bool = False
+    """Connect with TLS (a real cluster)."""
+    api_key: str | None = None
+    """An API key (`HARNESS_TEMPORAL_API_KEY`), never logged."""
+    heartbeat_s: float = 5.0
+    """The heartbeat timeout of model and tool calls: a dead worker's call is given up after
+    this long."""
+
+    @classmethod
+    def of(cls, runtime: RuntimeSettings) -> TemporalOptions:
+        """The options of `[runtime]` (and the heartbeat of HARNESS_TEMPORAL_HEARTBEAT_S)."""
+        return cls(
+            address=runtime.temporal_address,
+            namespace=runtime.namespace,
+            task_queue=runtime.task_queue,
+            tls=runtime.temporal_tls,
+            api_key=runtime.temporal_api_key,
+            heartbeat_s=float(os.environ.get("HARNESS_TEMPORAL_HEARTBEAT_S") or 5.0),
+        )
+
+
+class TemporalHost:
+    """The `WorkerHost` of a `Harness`: its store, agents, models and tools.
+
+    Args:
+        store: The open store.
+        agents: The agent catalog of the `Harness`.
+        resources: Its models and tool registry.
+        bus: Its event bus: events written here are published on it.
+    """
+
+    def __init__(
+        self, store: EventStore, agents: AgentCatalog, resources: AgentResources, bus: EventBus
+    ) -> None:
+        self._store, self._agents, self._resources, self._bus = store, agents, resources, bus
+        self._built: dict[str, AgentSpec] = {}
+
+    @property
+    def store(self) -> EventStore:
+        """The store runs are written to."""
+        return self._store
+
+    async def load(self, run_id: str) -> LoadedRun:
+        """Where the run left off; a queued run moves to RUNNING (no event, as embedded)."""
+        record = await self._store.get_run(run_id)
+        if record is None:
+            raise RunError(f"no run {run_id} in the store")
+        if record.state == RunState.PENDING:
+            await self._store.transition(run_id, [RunState.PENDING], RunState.RUNNING)
+            record = await self._store.get_run(run_id)
+            assert record is not None
+        key = _key_of(record)
+        agent = self.agent(key)
+        toolset = await self.toolset(agent)
+        messages, events, decided = await asyncio.gather(
+            self._store.messages(run_id),
+            self._store.events(run_id),
+            self._store.decisions(run_id),
+        )
+        left = left_off(events)
+        from harness.distributed.temporal._wire import tool_to_dict
+
+        return LoadedRun(
+            run_id=run_id,
+            key=key,
+            state=str(record.state),
+            messages=tuple(message_to_dict(m) for m in messages),
+            usage=usage_to_dict(record.usage),
+            context=None if left.context is None else left.context.to_dict(),
+            elapsed_s=left.elapsed_s,
+            not_started=tuple(sorted(left.not_started)),
+            decisions={
+                d.call_id: {"approved": d.approved, "by": d.by, "reason": d.reason} for d in decided
+            },
+            last_seq=record.last_seq,
+            tools=tuple(tool_to_dict(spec) for spec in toolset),
+        )
+
+    def agent(self, key: AgentKey) -> AgentSpec:
+        """The run's agent, as the embedded executor builds it (kept per key)."""
+        cache = json.dumps(key.to_dict(), sort_keys=True, default=str)
+        agent = self._built.get(cache)
+        if agent is None:
+            agent = self._agents.for_run(_record_of(key))
+            if agent is None:
+                raise ConfigError(
+                    f"agent {key.agent!r} is not known to this worker: register it, or define "
+                    "it in harness.toml, where `harness worker` runs"
+                )
+            self._built[cache] = agent
+        return agent
+
+    def model(self, agent: AgentSpec) -> Model:
+        """The agent's model, resolved from its profile."""
+        return self._resources.model(agent)
+
+    async def toolset(self, agent: AgentSpec) -> Toolset:
+        """The agent's tools from the registry."""
+        return await self._resources.toolset(agent)
+
+    def result_data(self, result: RunResult, agent: AgentSpec) -> dict[str, Any]:
+        """What the run's row keeps of a result besides output, usage and termination."""
+        return result_data(result, agent)
+
+    def publish(self, events: Sequence[RunEvent]) -> None:
+        """Publish events just written, as the embedded sink does once they commit."""
+        if events:
+            self._bus.publish_batch(list(events))
+
+
+def _key_of(record: RunRecord) -> AgentKey:
+    return AgentKey(
+        agent=record.agent,
+        metadata=dict(record.metadata),
+        task_type=record.task_type,
+        experiment=record.experiment,
+        variant=record.variant,
+    )
+
+
+def _record_of(key: AgentKey) -> RunRecord:
+    """A row with what `AgentCatalog.for_run` reads of one (agent, metadata, labels)."""
+    return RunRecord(
+        run_id="",
+        agent=key.agent,
+        state=RunState.RUNNING,
+        task=None,
+        parent_run_id=None,
+        model=None,
+        priority=0,
+        created_at=0.0,
+        updated_at=0.0,
+        started_at=None,
+        finished_at=None,
+        usage=Usage(),
+        result=None,
+        termination=None,
+        error=None,
+        owner=TEMPORAL_OWNER,
+        lease_expires_at=None,
+        metadata=dict(key.metadata),
+        last_seq=0,
+        task_type=key.task_type,
+        experiment=key.experiment,
+        variant=key.variant,
+        engine="temporal",
+    )
+
+
+class TemporalBackend:
+    """The verbs of a `Harness` on Temporal, and its worker when it executes runs.
+
+    The connection is made when first needed (a `Harness` that only reads the store never
+    connects), or at `open` for one that executes runs.
+
+    Args:
+        options: Where Temporal is.
+        host: The runtime's side, for a worker.
+        max_concurrent: Model and tool calls this process's worker runs at once.
+    """
+
+    def __init__(
+        self, options: TemporalOptions, host: TemporalHost, *, max_concurrent: int
+    ) -> None:
+        self._options, self._host, self._max_concurrent = options, host, max_concurrent
+        self._runs: RunClient | None = None
+        self._connecting = asyncio.Lock()
+        self._worker: RunWorker | None = None
+        self._working: asyncio.Task[None] | None = None
+
+    async def open(self, *, execute: bool) -> None:
+        """With `execute`, connect and start a worker of the task queue in this process.
+
+        Raises:
+            ConfigError: temporalio is not installed, or the server cannot be reached.
+        """
+        if not execute:
+            return
+        runs = await self.runs()
+        from harness.distributed.temporal.worker import RunWorker
+
+        self._worker = RunWorker(
+            runs.client,
+            self._host,
+            task_queue=self._options.task_queue,
+            max_concurrent_activities=self._max_concurrent,
+        )
+        self._working = asyncio.create_task(self._worker.run(), name="harness-temporal-worker")
+
+    async def runs(self) -> RunClient:
+        """The workflow verbs, connected on first use.
+
+        Raises:
+            ConfigError: temporalio is not installed, or the server cannot be reached.
+        """
+        async with self._connecting:
+            if self._runs is None:
+                self._runs = await _connect(self._options)
+        return self._runs
+
+    async def start(self, run_id: str) -> None:
+        """Start the run's workflow."""
+        await (await self.runs()).start(run_id)
+
+    async def pause(self, run_id: str) -> None:
+        """Pause at the next step boundary."""
+        await (await self.runs()).pause(run_id)
+
+    async def resume(self, run_id: str) -> None:
+        """Continue a paused run (the workflow writes `run_resumed`)."""
+        await (await self.runs()).resume(run_id)
+
+    async def cancel(self, run_id: str, *, by: str, reason: str | None) -> None:
+        """Cancel the run's workflow; its model or tool call in flight stops."""
+        await (await self.runs()).cancel(run_id, by=by, reason=reason)
+
+    async def decide(
+        self, run_id: str, call_id: str, *, approved: bool, by: str, reason: str | None
+    ) -> None:
+        """Deliver a recorded decision to the run's workflow."""
+        runs = await self.runs()
+        await runs.decide(run_id, call_id, approved=approved, by=by, reason=reason)
+
+    async def aclose(self) -> None:
+        """Stop this process's worker, if any (its runs go on on other workers)."""
+        if self._worker is not None and self._working is not None:
+            with contextlib.suppress(Exception):
+                await self._worker.shutdown()
+            with contextlib.suppress(BaseException):
+                await self._working
+            self._working = self._worker = None
+
+
+async def _connect(options: TemporalOptions) -> RunClient:
+    try:
+        from harness.distributed.temporal.client import RunClient, connect
+    except ImportError as exc:
+        raise ConfigError(
+            f'[runtime] backend = "temporal" needs the Temporal SDK ({exc}): '
+            "pip install 'harness[temporal]'"
+        ) from None
+    client = await connect(
+        options.address, namespace=options.namespace, tls=options.tls, api_key=options.api_key
+    )
+    return RunClient(client, task_queue=options.task_queue, heartbeat_s=options.heartbeat_s)

@@ -42,7 +42,7 @@ class Chaos:
 
     @property
     def model_ledger(self) -> Path:
-        """One line `TASK TURN` per model turn that started."""
+        """One line `TASK TURN PID` per model turn that started."""
         return self.home / "model.ledger"
 
     @property
@@ -91,11 +91,17 @@ def lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
-async def until_line(path: Path, line: str, timeout_s: float = 60.0) -> None:
-    """Wait until the ledger `path` has `line`."""
+async def until_line(path: Path, start: str, timeout_s: float = 60.0) -> None:
+    """Wait until the ledger `path` has a line that is `start`, or starts with it and a space."""
     async with asyncio.timeout(timeout_s):
-        while line not in lines(path):
+        while not any(line == start or line.startswith(f"{start} ") for line in lines(path)):
             await asyncio.sleep(0.02)
+
+
+def model_turns(chaos: Chaos) -> list[tuple[str, int, int]]:
+    """The model turns that started: (task, turn, the PID of the process that made it)."""
+    turns = [line.split(" ") for line in lines(chaos.model_ledger)]
+    return [(task, int(turn), int(pid)) for task, turn, pid in turns]
 
 
 def gap_free(events: list[RunEvent]) -> bool:

@@ -11,6 +11,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from temporal_chaos import (
     Chaos,
     Turn,
@@ -19,6 +20,7 @@ from temporal_chaos import (
     gap_free,
     ledger_agent,
     lines,
+    model_turns,
     settings,
     stop,
     until_line,
@@ -38,7 +40,7 @@ class Outcome:
     termination: str | None
     conversation: list[Turn]
     mutations: list[str]
-    model_turns: list[str]
+    model_turns: list[tuple[str, int]]
     event_types: list[str]
 
 
@@ -69,31 +71,53 @@ async def kill_and_restart(chaos: Chaos, hold: str, reached: tuple[Path, str]) -
         termination=result.termination,
         conversation=talk,
         mutations=lines(chaos.ledger),
-        model_turns=lines(chaos.model_ledger),
+        model_turns=[(task, turn) for task, turn, _ in model_turns(chaos)],
         event_types=[e.type for e in events],
     )
 
 
-def backends(tmp_path: Path, temporal_address: str, task_queue: str) -> dict[str, Chaos]:
-    return {
-        "embedded": Chaos(home=tmp_path / "embedded", backend=["embedded"]),
-    }
+HEARTBEAT_S = "1"
+"""The heartbeat timeout of the runs' calls: how soon a dead worker's call is given up."""
 
 
-async def test_a_worker_killed_in_a_mutating_call_never_runs_it_twice(tmp_path: Path) -> None:
-    chaos = Chaos(home=tmp_path / "embedded", backend=["embedded"])
-    chaos.home.mkdir()
-    outcome = await kill_and_restart(chaos, "hold-tool", (chaos.ledger, TASK))
+def both(tmp_path: Path, temporal_address: str, task_queue: str) -> tuple[Chaos, Chaos]:
+    """The same chaos test on Temporal and on the embedded runtime, in their own homes."""
+    temporal = Chaos(home=tmp_path / "temporal", backend=["temporal", temporal_address, task_queue])
+    embedded = Chaos(home=tmp_path / "embedded", backend=["embedded"])
+    for chaos in (temporal, embedded):
+        chaos.home.mkdir()
+    return temporal, embedded
+
+
+async def test_a_worker_killed_in_a_mutating_call_never_runs_it_twice(
+    tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_TEMPORAL_HEARTBEAT_S", HEARTBEAT_S)
+    temporal, embedded = both(tmp_path, temporal_address, task_queue)
+    outcome = await kill_and_restart(temporal, "hold-tool", (temporal.ledger, TASK))
     assert outcome.mutations == [TASK]
     assert outcome.output == f"done {TASK}: append unknown"
     assert outcome.termination == "final_answer"
     assert ("tool", UNKNOWN_OUTCOME, (), f"{TASK}-append") in outcome.conversation
+    assert outcome.event_types.count("tool_started") == 2  # append_line once, count_lines once
+    same = await kill_and_restart(embedded, "hold-tool", (embedded.ledger, TASK))
+    assert (outcome.output, outcome.termination) == (same.output, same.termination)
+    assert outcome.conversation == same.conversation
+    assert (outcome.mutations, outcome.model_turns) == (same.mutations, same.model_turns)
 
 
-async def test_a_worker_killed_in_a_model_call_makes_the_call_again(tmp_path: Path) -> None:
-    chaos = Chaos(home=tmp_path / "embedded", backend=["embedded"])
-    chaos.home.mkdir()
-    outcome = await kill_and_restart(chaos, "hold-model-2", (chaos.model_ledger, f"{TASK} 2"))
+async def test_a_worker_killed_in_a_model_call_makes_the_call_again(
+    tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_TEMPORAL_HEARTBEAT_S", HEARTBEAT_S)
+    temporal, embedded = both(tmp_path, temporal_address, task_queue)
+    turn = (temporal.model_ledger, f"{TASK} 2")
+    outcome = await kill_and_restart(temporal, "hold-model-2", turn)
     assert outcome.mutations == [TASK]
-    assert outcome.model_turns == [f"{TASK} 1", f"{TASK} 2", f"{TASK} 2", f"{TASK} 3"]
+    assert outcome.model_turns == [(TASK, 1), (TASK, 2), (TASK, 2), (TASK, 3)]
     assert outcome.output == f"done {TASK}: append ok"
+    assert outcome.event_types.count("model_responded") == 3
+    same = await kill_and_restart(embedded, "hold-model-2", (embedded.model_ledger, f"{TASK} 2"))
+    assert (outcome.output, outcome.termination) == (same.output, same.termination)
+    assert outcome.conversation == same.conversation
+    assert (outcome.mutations, outcome.model_turns) == (same.mutations, same.model_turns)

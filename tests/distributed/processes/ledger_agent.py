@@ -10,8 +10,8 @@ directory CHAOS_HOLD, `append_line` waits after its side effect is durable and b
 returns; while `hold-model-N` exists, the model's N-th turn of a run (1, 2, 3) waits after
 the call was written to the model ledger and before it answers. Every mutation is one line
 of the ledger CHAOS_LEDGER, written with fsync; every model turn that started is one line
-`TASK N` of CHAOS_MODEL_LEDGER. The variables are read at each call, so one module serves a
-test process and workers with different settings.
+`TASK N PID` of CHAOS_MODEL_LEDGER (PID: the process that made it). The variables are read
+at each call, so one module serves a test process and workers with different settings.
 """
 
 import asyncio
@@ -69,7 +69,7 @@ async def _script(request: ModelRequest) -> Message:
     task = _task(request)
     results = [m for m in request.messages if m.role == "tool"]
     turn = len(results) + 1
-    _append(_path("CHAOS_MODEL_LEDGER"), f"{task} {turn}")
+    _append(_path("CHAOS_MODEL_LEDGER"), f"{task} {turn} {os.getpid()}")
     while _held(f"hold-model-{turn}"):
         await asyncio.sleep(HOLD_POLL_S)
     if turn == 1:

@@ -109,3 +109,34 @@ def test_nothing_loads_temporalio_unless_runs_go_there(tmp_path: Path, code: str
         check=True,
     )
     assert done.stdout.splitlines()[-1] == "[]", done.stdout
+
+
+def test_a_harness_made_in_python_names_the_extra_too(
+    tmp_path: Path, without_temporal: dict[str, str]
+) -> None:
+    """Settings built in code skip load_settings: opening the Harness checks instead."""
+    code = (
+        "import asyncio\n"
+        "from pathlib import Path\n"
+        "from harness import Harness\n"
+        "from harness.errors import ConfigError\n"
+        "from harness.runtime import Settings\n"
+        "from harness.runtime.runtime_settings import RuntimeSettings\n"
+        "async def main():\n"
+        "    runtime = RuntimeSettings(backend='temporal')\n"
+        "    settings = Settings(home=Path(sys.argv[1]), runtime=runtime)\n"
+        "    try:\n"
+        "        async with Harness(settings):\n"
+        "            print('opened')\n"
+        "    except ConfigError as exc:\n"
+        "        print(exc)\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", f"import sys\n{code}", str(tmp_path)],
+        env=without_temporal,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "pip install 'harness[temporal]'" in done.stdout, done.stdout + done.stderr

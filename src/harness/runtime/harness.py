@@ -215,6 +215,9 @@ class Harness:
 
     async def _open_temporal(self) -> None:
         """Connect to Temporal and, when executing, start a worker in this process."""
+        from harness.distributed.temporal import require_temporal
+
+        require_temporal()  # settings made in Python skip load_settings' check
         from harness.runtime._temporal import TemporalBackend, TemporalHost, TemporalOptions
 
         options = TemporalOptions.of(self.settings.runtime)

@@ -1,12 +1,13 @@
 """The activities of `harness.run`: what does I/O, on a worker, at least once.
 
-- `harness.load_run(run_id)`: where the run left off in the store (`WorkerHost.load`).
+- `harness.load_run(run_id)` (a local activity): where the run left off in the store
+  (`WorkerHost.load`).
 - `harness.model_call({run_id, key, writes, request, heartbeat_s})`: writes the batches it
   carries, then calls the agent's model (resolved on the worker from its profile: the
   gateway's retries and fallbacks happen here) and returns the response with its notices.
 - `harness.tool_call({run_id, key, writes, call, heartbeat_s})`: writes the batches, then
   runs the real `Toolset.execute` (validation, timeout, truncation) and returns the outcome.
-- `harness.record({run_id, writes})`: writes the batches.
+- `harness.record({run_id, writes})` (a local activity): writes the batches.
 
 Every write is keyed (`StepWrite.key`), so an activity run again writes nothing twice; a
 batch whose events the store numbers otherwise than the workflow did fails the activity.

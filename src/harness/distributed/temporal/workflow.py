@@ -129,7 +129,8 @@ class _Caller:
         self.check()
 
     async def record(self, batches: list[dict[str, Any]]) -> None:
-        await workflow.execute_activity(
+        # A local activity: a store write needs no trip through the server's queue.
+        await workflow.execute_local_activity(
             RECORD,
             {"run_id": self.run_id, "writes": batches},
             start_to_close_timeout=timedelta(seconds=60),
@@ -382,8 +383,8 @@ class RunWorkflow:
             return await self._cancelled(sink)
 
     async def _load(self, run_id: str) -> LoadedRun | None:
-        """Where the run left off; `None` when it has ended already."""
-        data = await workflow.execute_activity(
+        """Where the run left off; `None` when it has ended already (a local activity)."""
+        data = await workflow.execute_local_activity(
             LOAD_RUN,
             run_id,
             start_to_close_timeout=timedelta(seconds=60),

@@ -31,11 +31,11 @@ async def test_a_recorded_history_replays_on_the_current_workflow(
 
 
 async def test_a_history_the_workflow_did_not_make_fails_to_replay(tmp_path: Path) -> None:
-    """The guard is not vacuous: a history whose second activity is another one fails."""
+    """The guard is not vacuous: a history whose first model call is a tool call fails."""
     source = next(path for path in HISTORIES if path.stem.startswith("approve-pause-resume-"))
     recorded = json.loads(source.read_text(encoding="utf-8"))
     scheduled = [e for e in recorded["events"] if "activityTaskScheduledEventAttributes" in e]
-    activity = scheduled[1]["activityTaskScheduledEventAttributes"]["activityType"]
+    activity = scheduled[0]["activityTaskScheduledEventAttributes"]["activityType"]
     assert activity["name"] == "harness.model_call"
     activity["name"] = "harness.tool_call"
     changed = tmp_path / source.name

@@ -21,9 +21,9 @@ PROCESSES = Path(__file__).parent / "processes"
 sys.path.insert(0, str(PROCESSES))
 
 from backends import settings  # noqa: E402 (from PROCESSES)
-from ledger_agent import ledger_agent  # noqa: E402
+from ledger_agent import asking_agent, ledger_agent  # noqa: E402
 
-__all__ = ["Chaos", "ledger_agent", "settings"]
+__all__ = ["Chaos", "asking_agent", "ledger_agent", "settings"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

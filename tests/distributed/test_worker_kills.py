@@ -7,6 +7,7 @@ model saw, the ledgers) is what the embedded runtime gives for the same run kill
 same point.
 """
 
+import asyncio
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from temporal_chaos import (
     Chaos,
     Turn,
+    asking_agent,
     conversation,
     each_once,
     gap_free,
@@ -28,6 +30,7 @@ from temporal_chaos import (
 
 from harness import Harness
 from harness.agent.loop import UNKNOWN_OUTCOME
+from harness.core.states import RunState
 
 TASK = "t1"
 
@@ -121,3 +124,44 @@ async def test_a_worker_killed_in_a_model_call_makes_the_call_again(
     assert (outcome.output, outcome.termination) == (same.output, same.termination)
     assert outcome.conversation == same.conversation
     assert (outcome.mutations, outcome.model_turns) == (same.mutations, same.model_turns)
+
+
+async def state_is(harness: Harness, run_id: str, state: RunState) -> None:
+    async with asyncio.timeout(60):
+        while (await harness.get(run_id)).state != state:
+            await asyncio.sleep(0.05)
+
+
+async def test_a_run_waiting_for_approval_or_paused_outlives_its_workers(
+    tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    """Kill the worker of a run waiting for approval, pause it through the next one, kill
+    that one too; a third worker resumes it, asks again, and runs the approved call once."""
+    chaos = Chaos(home=tmp_path, backend=["temporal", temporal_address, task_queue])
+    async with Harness(settings(chaos.home, chaos.backend), execute=False) as harness:
+        worker = chaos.start_worker()
+        run_id = await harness.submit(asking_agent(), TASK)
+        await state_is(harness, run_id, RunState.WAITING_TOOL)
+        stop(worker, signal.SIGKILL)
+        worker = chaos.start_worker()
+        await harness.pause(run_id)  # the new worker replays the run, then pauses it
+        await state_is(harness, run_id, RunState.PAUSED)
+        stop(worker, signal.SIGKILL)
+        worker = chaos.start_worker()
+        try:
+            await harness.resume(run_id)
+            async with asyncio.timeout(60):
+                while not (asked := await harness.pending_approvals(run_id)):
+                    await asyncio.sleep(0.05)
+            await harness.approve(run_id, asked[0]["call_id"], by="user:test")
+            result = await harness.wait(run_id, timeout=60)
+        finally:
+            stop(worker, signal.SIGTERM)
+        events = list(await harness.store.events(run_id))
+    assert result.output == f"done {TASK}: append ok"
+    assert lines(chaos.ledger) == [TASK]
+    assert gap_free(events), [(e.seq, e.type) for e in events]
+    types = [e.type for e in events]
+    assert types.count("approval_requested") == 2  # asked again after the pause
+    assert types.count("approval_decided") == 1
+    assert types.index("run_paused") < types.index("run_resumed") < types.index("run_finished")

@@ -22,6 +22,7 @@ from pathlib import Path
 from harness import Agent, Message, ModelRequest, tool
 from harness.agent.loop import UNKNOWN_OUTCOME
 from harness.gateway.scripted import FunctionModel, call, reply
+from harness.tools.approvals import ApprovalPolicy
 
 HOLD_POLL_S = 0.02
 
@@ -86,4 +87,14 @@ def ledger_agent() -> Agent:
         name="ledger",
         model=FunctionModel(_script, keep_requests=False),
         tools=[append_line, count_lines],
+    )
+
+
+def asking_agent() -> Agent:
+    """The ledger agent, whose mutating call waits for a person's approval."""
+    return Agent(
+        name="asking",
+        model=FunctionModel(_script, keep_requests=False),
+        tools=[append_line, count_lines],
+        approvals=ApprovalPolicy(tools={"append_line": "ask"}),
     )

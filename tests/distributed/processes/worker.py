@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from backends import settings
-from ledger_agent import ledger_agent
+from ledger_agent import asking_agent, ledger_agent
 
 from harness import Harness
 
@@ -23,7 +23,7 @@ from harness import Harness
 async def main(home: str, *backend: str) -> None:
     async with Harness(
         settings(Path(home), list(backend)),
-        agents=(ledger_agent(),),
+        agents=(ledger_agent(), asking_agent()),
         max_concurrent=200,
         lease_s=1.0,
     ):

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import Harness, Message
@@ -34,6 +34,8 @@ class Chaos:
     """HARNESS_HOME of the test and its workers (their one SQLite store)."""
     backend: list[str]
     """The worker's arguments after HOME: `embedded`, or `temporal ADDRESS TASK_QUEUE`."""
+    started: list[subprocess.Popen[str]] = field(default_factory=lambda: [])
+    """Every worker started, for `reap`."""
 
     @property
     def ledger(self) -> Path:
@@ -73,9 +75,16 @@ class Chaos:
             stdout=subprocess.PIPE,
             text=True,
         )
+        self.started.append(worker)
         assert worker.stdout is not None
         assert worker.stdout.readline().strip() == "ready"
         return worker
+
+    def reap(self) -> None:
+        """SIGKILL every worker still alive (a test that failed halfway leaves none)."""
+        for worker in self.started:
+            if worker.poll() is None:
+                stop(worker, signal.SIGKILL)
 
 
 def stop(worker: subprocess.Popen[str], how: signal.Signals) -> None:

@@ -38,8 +38,8 @@ async def test_many_runs_at_once_all_complete_once(
 ) -> None:
     chaos = Chaos(home=tmp_path, backend=["temporal", temporal_address, task_queue])
     tasks = [f"task-{i}" for i in range(runs)]
-    started = [chaos.start_worker() for _ in range(workers)]
     try:
+        started = [chaos.start_worker() for _ in range(workers)]
         async with Harness(settings(chaos.home, chaos.backend), execute=False) as harness:
             agent = ledger_agent()
             run_ids = await asyncio.gather(*(harness.submit(agent, task) for task in tasks))
@@ -47,9 +47,10 @@ async def test_many_runs_at_once_all_complete_once(
             records = await harness.store.list_runs(limit=None)
             events = {r: list(await harness.store.events(r)) for r in run_ids}
             talks = {r: await conversation(harness, r) for r in run_ids}
-    finally:
         for worker in started:
             stop(worker, signal.SIGTERM)
+    finally:
+        chaos.reap()
     assert [r.output for r in results] == [f"done {task}: append ok" for task in tasks]
     assert len(records) == runs
     assert {r.state for r in records} == {RunState.COMPLETED}

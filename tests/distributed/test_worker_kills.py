@@ -51,17 +51,18 @@ async def kill_and_restart(chaos: Chaos, hold: str, reached: tuple[Path, str]) -
     """Run the ledger agent, SIGKILL its worker once `hold` holds it, restart, finish."""
     chaos.hold(hold)
     async with Harness(settings(chaos.home, chaos.backend), execute=False) as harness:
-        worker = chaos.start_worker()
-        run_id = await harness.submit(ledger_agent(), TASK)
-        await until_line(*reached)
-        stop(worker, signal.SIGKILL)
-        before = list(await harness.store.events(run_id))
-        chaos.release(hold)
-        worker = chaos.start_worker()
         try:
+            worker = chaos.start_worker()
+            run_id = await harness.submit(ledger_agent(), TASK)
+            await until_line(*reached)
+            stop(worker, signal.SIGKILL)
+            before = list(await harness.store.events(run_id))
+            chaos.release(hold)
+            worker = chaos.start_worker()
             result = await harness.wait(run_id, timeout=60)
-        finally:
             stop(worker, signal.SIGTERM)
+        finally:
+            chaos.reap()
         events = list(await harness.store.events(run_id))
         talk = await conversation(harness, run_id)
     assert gap_free(events), [(e.seq, e.type) for e in events]
@@ -139,24 +140,25 @@ async def test_a_run_waiting_for_approval_or_paused_outlives_its_workers(
     that one too; a third worker resumes it, asks again, and runs the approved call once."""
     chaos = Chaos(home=tmp_path, backend=["temporal", temporal_address, task_queue])
     async with Harness(settings(chaos.home, chaos.backend), execute=False) as harness:
-        worker = chaos.start_worker()
-        run_id = await harness.submit(asking_agent(), TASK)
-        await state_is(harness, run_id, RunState.WAITING_TOOL)
-        stop(worker, signal.SIGKILL)
-        worker = chaos.start_worker()
-        await harness.pause(run_id)  # the new worker replays the run, then pauses it
-        await state_is(harness, run_id, RunState.PAUSED)
-        stop(worker, signal.SIGKILL)
-        worker = chaos.start_worker()
         try:
+            worker = chaos.start_worker()
+            run_id = await harness.submit(asking_agent(), TASK)
+            await state_is(harness, run_id, RunState.WAITING_TOOL)
+            stop(worker, signal.SIGKILL)
+            worker = chaos.start_worker()
+            await harness.pause(run_id)  # the new worker replays the run, then pauses it
+            await state_is(harness, run_id, RunState.PAUSED)
+            stop(worker, signal.SIGKILL)
+            worker = chaos.start_worker()
             await harness.resume(run_id)
             async with asyncio.timeout(60):
                 while not (asked := await harness.pending_approvals(run_id)):
                     await asyncio.sleep(0.05)
             await harness.approve(run_id, asked[0]["call_id"], by="user:test")
             result = await harness.wait(run_id, timeout=60)
-        finally:
             stop(worker, signal.SIGTERM)
+        finally:
+            chaos.reap()
         events = list(await harness.store.events(run_id))
     assert result.output == f"done {TASK}: append ok"
     assert lines(chaos.ledger) == [TASK]

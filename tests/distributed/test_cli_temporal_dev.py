@@ -8,6 +8,7 @@ the signals a terminal or a supervisor sends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import shutil
@@ -74,8 +75,7 @@ class Dev:
 
     def server_pid(self) -> int:
         """The `temporal` process the command started (its only child)."""
-        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        pids = [int(p) for p in children.read_text().split()]
+        pids = _children(self.process.pid)
         assert len(pids) == 1, pids
         return pids[0]
 
@@ -107,11 +107,22 @@ def running() -> Iterator[list[Dev]]:
     yield started
     for dev in started:
         if dev.process.poll() is None:
+            servers = _children(dev.process.pid)  # their own session: a killed parent leaves them
             dev.process.kill()
             dev.process.wait()
+            for pid in servers:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         for stream in (dev.process.stdout, dev.process.stderr):
             if stream is not None:
                 stream.close()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
 
 
 def gone(pid: int) -> bool:

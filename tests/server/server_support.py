@@ -171,15 +171,26 @@ def env_for(home: Path, **more: str) -> dict[str, str]:
 
 @contextmanager
 def serving(
-    home: Path, *args: str, env: dict[str, str] | None = None
+    home: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
+    cwd: Path | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    proc = subprocess.Popen(
-        [HARNESS, "serve", "--port", "0", *args],
-        env=env or env_for(home),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    """`harness serve` on a free port until the block ends; its stderr goes to `log` if given."""
+    sink = log.open("w") if log is not None else None
+    try:
+        proc = subprocess.Popen(
+            [HARNESS, "serve", "--port", "0", *args],
+            env=env or env_for(home),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if sink is None else sink,
+            text=True,
+        )
+    finally:
+        if sink is not None:
+            sink.close()  # the child has its own descriptor
     assert proc.stdout is not None
     first = proc.stdout.readline()
     if not first.startswith("harness serve "):

@@ -127,7 +127,10 @@ async def test_cookie_login_needs_the_csrf_token_to_change_state(api: Api) -> No
     )
     assert right.status_code == 202
     await api.state(run_id, "CANCELLED")
-    out = await api.client.post("/logout", headers=cookie)
+    foreign = await api.client.post("/logout", headers={**cookie, "Origin": "https://evil.example"})
+    assert foreign.status_code == 403  # another site cannot end the session either
+    assert (await api.client.get("/api/me", headers=cookie)).status_code == 200
+    out = await api.client.post("/logout", headers={**cookie, "Origin": "http://testserver"})
     assert out.status_code == 303
     assert (await api.client.get("/api/me", headers=cookie)).status_code == 401
 

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from server_support import (
     HARNESS,
+    TOKENS,
     bearer,
     env_for,
     frames,
@@ -36,6 +37,13 @@ limits = { max_steps = 7, max_tokens = 5000, max_tool_calls = 9 }
 [task_types.capped]
 agent = "budgeted"
 limits = { max_cost_usd = 0.25, max_seconds = 600 }
+"""
+
+READER = """
+[agents.reader]
+model = "fake"
+tools = ["read_file"]
+workspace = "ws"
 """
 
 
@@ -121,6 +129,36 @@ def test_a_run_shows_the_limits_of_its_agent_task_type_and_overrides(tmp_path: P
                 plain["run_id"]: 7,
                 typed["run_id"]: 3,
             }
+
+
+def test_submit_takes_the_options_of_harness_run(tmp_path: Path) -> None:
+    # No agent: an ad-hoc one with the built-in tools listed, the model named, in the
+    # server's directory (its workspace); priority, task type and max_steps as given.
+    replies = [FakeReply.tool_call("list_dir", {}), FakeReply.text("listed")]
+    with FakeOpenAIServer(replies) as model, ExitStack() as stack:
+        write_config(tmp_path, model.base_url)
+        (tmp_path / "ws" / "seen.txt").write_text("")
+        with serving(tmp_path, cwd=tmp_path / "ws") as (url, _):
+            client = stack.enter_context(
+                httpx.Client(base_url=url, headers=bearer("operate"), timeout=30)
+            )
+            body = {
+                "task": "list the files",
+                "tools": ["list_dir"],
+                "model": "fake",
+                "priority": 7,
+                "task_type": "chores",
+                "max_steps": 4,
+            }
+            made = client.post("/api/runs", json=body)
+            assert made.status_code == 201, made.text
+            run = wait_state(client, made.json()["run_id"], "COMPLETED")
+    assert run["result"] == "listed"
+    assert (run["agent"], run["priority"], run["task_type"]) == ("api", 7, "chores")
+    assert run["max_steps"] == 4
+    offered = {t["function"]["name"] for t in model.requests[0].body["tools"]}
+    assert offered == {"list_dir", "read_result"}  # read_result comes with every agent
+    assert "seen.txt" in model.requests[1].body["messages"][-1]["content"]
 
 
 class SecondCallWaits:
@@ -297,6 +335,35 @@ def test_approve_over_http_and_a_clean_stop_with_streams_open(tmp_path: Path) ->
                 assert time.monotonic() - started < 10
             assert "end" not in "".join(rest)
             assert proc.wait(timeout=20) == 0
+
+
+def test_the_log_has_access_lines_and_no_secret_or_tool_result(tmp_path: Path) -> None:
+    # The model's address carries a password (a proxy's, say): the HTTP client of the model
+    # would log each request's URL at INFO. A tool result holds a marker past 200 characters.
+    replies = [FakeReply.tool_call("read_file", {"path": "big.txt"}), FakeReply.text("read")]
+    with FakeOpenAIServer(replies) as model, ExitStack() as stack:
+        secret_url = model.base_url.replace("http://", "http://proxy:pr0xy-s3cret@")
+        write_config(tmp_path, secret_url, READER)
+        (tmp_path / "ws" / "big.txt").write_text("x" * 300 + "RESULT-MARKER")
+        log = tmp_path / "serve.log"
+        with serving(tmp_path, log=log) as (url, _):
+            client = stack.enter_context(
+                httpx.Client(base_url=url, headers=bearer("operate"), timeout=30)
+            )
+            made = client.post("/api/runs", json={"task": "read", "agent": "reader"})
+            run = wait_state(client, made.json()["run_id"], "COMPLETED")
+            assert run["result"] == "read"
+            assert len(model.requests) == 2  # the model was called through that address
+            messages = client.get(f"/api/runs/{run['run_id']}/messages")
+            assert "RESULT-MARKER" in messages.text  # served, never logged
+            assert httpx.post(f"{url}/login", data={"token": TOKENS["read"]}).status_code == 303
+            wrong = {"Authorization": "Bearer wrong-guess-789"}
+            assert httpx.get(f"{url}/api/runs", headers=wrong).status_code == 401
+        text = log.read_text()
+    assert "POST /api/runs 201" in text
+    assert "by=operate-user" in text
+    for secret in ("pr0xy-s3cret", "RESULT-MARKER", "x" * 100, "wrong-guess-789", *TOKENS.values()):
+        assert secret not in text, secret
 
 
 def cli(

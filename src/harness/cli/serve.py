@@ -107,8 +107,13 @@ def _run(
     from harness.runtime.harness import Harness
     from harness.server._listen import listen
     from harness.server.app import create_app
+    from harness.server.middleware import ACCESS_LOG
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # Warnings and errors of every logger, and the access lines (INFO): never the INFO lines
+    # of the libraries below, such as the HTTP client's, which name each request's full URL
+    # (a model's address may hold a password or a key).
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    ACCESS_LOG.setLevel(logging.INFO)
     host, port = sock.getsockname()[:2]
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
 

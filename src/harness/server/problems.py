@@ -90,7 +90,13 @@ async def _on_invalid(_: Request, exc: Exception) -> Response:
 
 def _describe(error: Any) -> str:
     """One validation error as `where: what`."""
-    where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+    loc = tuple(error.get("loc", ()))
+    if error.get("type") == "json_invalid":  # loc is ("body", offset)
+        ctx: dict[str, Any] = error.get("ctx") or {}
+        why = str(ctx.get("error", ""))
+        at = f" at character {loc[-1]}" if len(loc) > 1 else ""
+        return f"body: not valid JSON{at}" + (f" ({why})" if why else "")
+    where = ".".join(str(part) for part in loc if part != "body")
     return f"{where or 'body'}: {error.get('msg', 'invalid')}"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -215,12 +215,16 @@ async def get_trace(request: Request, run_id: str, _: Reader) -> dict[str, Any]:
     return trace_json(trace_of(run_id, events, stored_context(record), providers=providers))
 
 
+_MAX_SEQ: Final = 2**53
+"""The largest seq a client may resume after (`?after=` and `Last-Event-ID` alike)."""
+
+
 def _after(request: Request, after: int | None) -> int:
     """Where a stream resumes: `Last-Event-ID`, else `?after=`, else the start."""
     header = request.headers.get("last-event-id")
     if header is not None and header.strip():
         text = header.strip().rpartition(":")[2]
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit()) or int(text) > _MAX_SEQ:
             raise Problem(422, f"Last-Event-ID: {header!r} is not an event id of this stream")
         return int(text)
     return after or 0
@@ -236,7 +240,7 @@ async def run_events(
     request: Request,
     run_id: str,
     _: Reader,
-    after: Annotated[int | None, Query(ge=0, le=2**53)] = None,
+    after: Annotated[int | None, Query(ge=0, le=_MAX_SEQ)] = None,
 ) -> StreamingResponse:
     """Stored events after `after` (or `Last-Event-ID`), then live ones; ends after the last."""
     harness = harness_of(request)

@@ -149,6 +149,8 @@ async def login(request: Request) -> Response:
 @router.post("/logout", include_in_schema=False)
 async def logout(request: Request) -> Response:
     """End the session of the cookie, if any, and go back to the login page."""
+    if not _same_origin(request):
+        raise Problem(403, "logout from another origin is refused")
     session_id = request.cookies.get(COOKIE)
     if session_id:
         request.app.state.sessions.close(session_id)

@@ -25,9 +25,6 @@ __all__ = [
 ]
 
 
-"""The limits a Run shows (`limits`): the budget the dashboard counts down."""
-
-
 def run_json(record: RunRecord, steps: int, limits: Limits | None = None) -> dict[str, Any]:
     """A run as the API shows it (docs/server.md, "Run").
 

@@ -73,6 +73,24 @@ tools = ["shop_tools:lookup_order", "shop_tools:refund", "shop_tools:check_stock
 limits = {{ max_steps = 6, max_tokens = 10000, max_cost_usd = 0.01, max_tool_calls = 5 }}
 approvals = {{ tools = {{ refund = "ask" }} }}
 
+[agents.researcher]
+description = "Finds out about one order"
+model = "fast"
+tools = ["shop_tools:lookup_order"]
+
+[agents.lead]
+description = "Splits the work"
+model = "fast"
+tools = ["agent:researcher"]
+handoffs = ["support"]
+
+[[triggers]]
+name = "followup"
+on = "run_finished"
+match = {{ task_type = "escalation" }}
+start = "researcher"
+task = "[followup] check how run {{run_id}} ended"
+
 [task_types.triage]
 agent = "support"
 

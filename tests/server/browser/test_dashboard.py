@@ -352,6 +352,89 @@ def test_a_row_of_the_list_follows_its_run(open_page: OpenPage, server: Server) 
     assert tab.page.evaluate("window.__loaded_once") is True  # no reload: the stream did it
 
 
+def test_a_child_run_and_a_handoff_in_the_timeline(open_page: OpenPage, server: Server) -> None:
+    # lead calls the agent tool researcher (a child run, held by the test), then hands the
+    # run over to support, which answers. The child's answer is longer than a summary.
+    finding = "E-5 was sent twice by mistake; " * 12
+    child_may_answer = server.brain.gate()
+
+    def lead(step: int) -> FakeReply:
+        if step == 1:
+            task = {"task": "[research] what happened to order E-5?"}
+            return FakeReply.tool_call("researcher", task, id="call_child")
+        if step == 2:
+            reason = {"reason": "the customer wants a refund"}
+            return FakeReply.tool_call("transfer_to_support", reason, id="call_handoff")
+        return FakeReply.text("support here: refund on its way")
+
+    def research(step: int) -> FakeReply:
+        child_may_answer.wait(60)
+        return FakeReply.text(finding)
+
+    server.brain.on("[lead]", lead)
+    server.brain.on("[research]", research)
+    server.brain.on("[followup]", lambda step: FakeReply.text("checked"))
+    run_id = server.submit("[lead] sort out E-5", agent="lead", task_type="escalation")
+    parent = server.wait_state(run_id, "WAITING_TOOL")
+    child_id = next(
+        r["run_id"]
+        for r in server.get("/api/runs?limit=50")["runs"]
+        if r["parent_run_id"] == run_id
+    )
+    assert parent["detail"] == f"waiting for child run {child_id}"
+    tab = open_page()
+    tab.login()
+    child_row = tab.page.locator(f"tr[data-run-id='{child_id}']")
+    assert child_row.locator(".parent a").inner_text() == run_id  # the list names the parent
+    parent_row = tab.page.locator(f"tr[data-run-id='{run_id}']")
+    assert parent_row.locator(".detail").inner_text() == f"waiting for child run {child_id}"
+    tab.goto(f"/runs/{run_id}")
+    page = tab.page
+    assert page.locator("[data-fact='detail']").inner_text() == parent["detail"]
+    line = page.locator(
+        f"li.call[data-call-id='call_child'] .child[data-child-run-id='{child_id}']"
+    )
+    line.wait_for()
+    assert "agent researcher" in line.inner_text()
+    tab.shot("run-child-waiting")
+    line.get_by_role("link", name=child_id).click()  # to the child's own page
+    page.wait_for_url(f"**/runs/{child_id}")
+    page.locator(".run-meta").get_by_role("link", name=run_id).wait_for()
+    child_may_answer.set()
+    page.locator(".run-meta [data-state='COMPLETED']").wait_for()
+    page.locator(".run-meta").get_by_role("link", name=run_id).click()
+    page.wait_for_url(f"**/runs/{run_id}")
+    page.locator(".run-meta [data-state='COMPLETED']").wait_for()
+    page.locator(
+        f"li.call .child[data-child-run-id='{child_id}'][data-state='COMPLETED']"
+    ).wait_for()
+    summary = page.locator("li.call[data-call-id='call_child'] .summary").inner_text()
+    assert len(summary) == 200  # the tool call's 200-character summary, cut ...
+    assert summary.endswith("…")
+    full = server.get(f"/api/runs/{run_id}/messages")["messages"]
+    assert any(m["content"] == finding.strip() for m in full)  # ... of the whole answer
+    handoff = page.locator(".note-handoff")
+    assert "Handed over from lead to support" in handoff.inner_text()
+    assert "Continues as support" in page.locator(".note-started").nth(1).inner_text()
+    assert page.locator("pre.answer").inner_text() == "support here: refund on its way"
+    used = server.run(run_id)["children_usage"]
+    tokens = used["input_tokens"] + used["output_tokens"]
+    assert tokens > 0
+    assert page.locator("[data-fact='children']").inner_text().startswith(f"{tokens} tokens · $")
+    tab.shot("run-child-handoff")
+    # Its end fired the trigger `followup` (harness.toml): that run's page says so.
+    followup = wait_until(
+        lambda: next(
+            (r for r in server.get("/api/runs?limit=50")["runs"] if run_id in r["task"]), None
+        ),
+        "the run the trigger started",
+    )
+    tab.goto(f"/runs/{followup['run_id']}")
+    fired = page.locator(".note-trigger")
+    assert "Started by the trigger followup on run_finished" in fired.inner_text()
+    fired.get_by_role("link", name=run_id).wait_for()
+
+
 def test_runs_list_filters(open_page: OpenPage, server: Server) -> None:
     server.brain.on("[filter]", lambda step: FakeReply.text("filtered"))
     typed = server.submit("[filter] typed", task_type="triage")
@@ -361,6 +444,14 @@ def test_runs_list_filters(open_page: OpenPage, server: Server) -> None:
     tab = open_page()
     tab.login()
     tab.page.locator(f"tr[data-run-id='{plain}']").wait_for()
+    record = server.run(typed)  # in the experiment triage-model: a variant of it
+    row = tab.page.locator(f"tr[data-run-id='{typed}']")
+    assert row.locator("td[data-label='Variant']").inner_text() == (
+        f"triage-model:{record['variant']}"
+    )
+    assert row.locator("td[data-label='Agent']").inner_text() == "support"
+    assert row.locator("td[data-label='Task type']").inner_text() == "triage"
+    assert row.locator("[data-col='duration']").inner_text() != "–"
     tab.page.get_by_label("Task type").fill("triage")
     tab.page.get_by_role("button", name="Filter").click()
     tab.page.wait_for_url("**/?task_type=triage")

@@ -8,7 +8,7 @@ export const EVENT_TYPES = [
   "approval_requested", "approval_decided", "context_compacted", "completion_checked",
   "hint_injected", "plan_created", "plan_updated", "run_waiting", "run_paused", "run_resumed",
   "run_recovered", "run_finished", "run_failed", "run_cancelled", "handoff", "wait_ended",
-  "message_sent", "message_received", "child_started", "child_finished",
+  "message_sent", "message_received", "child_started", "child_finished", "trigger_fired",
 ];
 
 /**

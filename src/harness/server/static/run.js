@@ -6,7 +6,7 @@ import { ApiError, canOperate, get, me, post } from "./api.js";
 import { count, fill, h, seconds, stateBadge, usd, when } from "./dom.js";
 import { follow } from "./live.js";
 import { duration } from "./runs.js";
-import { Timeline } from "./timeline.js";
+import { runLink, Timeline } from "./timeline.js";
 import { waterfall } from "./trace.js";
 
 const TERMINAL = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
@@ -41,6 +41,10 @@ function budget(run, maxSteps) {
   if (limits.max_cost_usd) rows.push(fact("Budget left", usd(Math.max(0, limits.max_cost_usd - (u.cost_usd || 0))), "budget-left"));
   if (limits.max_seconds) rows.push(fact("Time left", seconds(Math.max(0, limits.max_seconds - (duration(run) || 0))), "time-left"));
   if (limits.max_tool_calls) rows.push(fact("Tool calls left", count(Math.max(0, limits.max_tool_calls - (u.tool_calls || 0))), "tool-calls-left"));
+  const c = run.children_usage || {};
+  if (c.requests) {  // what its child runs consumed: apart from its own usage, never in it
+    rows.push(fact("Child runs used", `${count((c.input_tokens || 0) + (c.output_tokens || 0))} tokens · ${usd(c.cost_usd)}`, "children"));
+  }
   return rows;
 }
 
@@ -53,8 +57,9 @@ function header(run) {
       run.task_type ? ` · task type ${run.task_type}` : "",
       run.variant ? ` · ${run.experiment || "experiment"} variant ${run.variant}` : "",
       ` · created ${when(run.created_at)}`,
-      run.resumed_from ? [" · from ", h("a", { href: `/runs/${encodeURIComponent(run.resumed_from)}` }, run.resumed_from)] : "",
-      run.parent_run_id ? [" · child of ", h("a", { href: `/runs/${encodeURIComponent(run.parent_run_id)}` }, run.parent_run_id)] : ""),
+      run.resumed_from ? [" · from ", runLink(run.resumed_from)] : "",
+      run.parent_run_id ? [" · child of ", runLink(run.parent_run_id)] : ""),
+    run.state === "WAITING_TOOL" && run.detail ? h("p", { class: "run-detail", dataset: { fact: "detail" } }, run.detail) : "",
   ];
 }
 

@@ -7,7 +7,7 @@ import { follow } from "./live.js";
 const STATES = ["PENDING", "RUNNING", "WAITING_TOOL", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"];
 const LIVE_TYPES = [
   "run_submitted", "run_started", "step_started", "model_responded", "tool_completed",
-  "approval_requested", "approval_decided", "run_waiting", "wait_ended", "run_paused",
+  "approval_requested", "approval_decided", "run_waiting", "wait_ended", "handoff", "run_paused",
   "run_resumed", "run_recovered", "run_finished", "run_failed", "run_cancelled",
 ];
 const TERMINAL_TYPES = new Set(["run_finished", "run_failed", "run_cancelled"]);
@@ -43,10 +43,16 @@ function row(run) {
   const link = h("a", { href: `/runs/${encodeURIComponent(run.run_id)}`, class: "run-link" },
     h("span", { class: "task" }, cut(run.task, 90)),
     h("span", { class: "id mono" }, run.run_id));
+  // A child run names its parent (a link of its own: links do not nest).
+  const parent = run.parent_run_id
+    ? h("span", { class: "parent muted" }, "child of ", h("a", { href: `/runs/${encodeURIComponent(run.parent_run_id)}`, class: "mono" }, run.parent_run_id))
+    : "";
+  // What a parked run waits for: an approval, a message, a child run.
+  const waits = run.state === "WAITING_TOOL" && run.detail ? h("span", { class: "detail muted" }, cut(run.detail, 80)) : "";
   const d = duration(run);
   return h("tr", { dataset: { runId: run.run_id, state: run.state } },
-    cell("Run", link),
-    cell("State", stateBadge(run.state)),
+    cell("Run", link, parent),
+    cell("State", stateBadge(run.state), waits),
     cell("Agent", run.agent || "–"),
     cell("Task type", run.task_type || "–"),
     cell("Variant", run.variant ? `${run.experiment || ""}${run.experiment ? ":" : ""}${run.variant}` : "–"),

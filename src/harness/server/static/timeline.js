@@ -14,6 +14,11 @@ function usageLine(usage) {
   return parts.join(" · ");
 }
 
+/** A link to the run page of `runId`, showing its id. */
+export function runLink(runId) {
+  return h("a", { href: `/runs/${encodeURIComponent(runId)}`, class: "mono run-ref" }, runId);
+}
+
 function note(kind, ts, ...text) {
   return h("li", { class: `note note-${kind}`, dataset: { kind } },
     h("time", { class: "muted" }, when(ts)), " ", ...text);
@@ -74,7 +79,7 @@ export class Timeline {
       h("details", { class: "args" }, h("summary", {}, "arguments ", h("code", { class: "muted" }, cut(p.arguments, 80))),
         h("pre", {}, prettyJson(p.arguments))),
       summary, actions);
-    call = { el, status, summary, meta, actions, started: env.ts };
+    call = { el, status, summary, meta, actions, child: null, started: env.ts };
     this.calls.set(p.call_id, call);
     this.in(p).append(el);
     return call;
@@ -93,7 +98,9 @@ const HANDLERS = {
   },
   run_started(p, env) {
     this.maxSteps = p.max_steps;
-    this.list.append(note("started", env.ts, "Started on ", h("strong", {}, p.model || "–"),
+    // After a handoff the run starts again under the agent it was handed to.
+    const how = this.handedOff ? ["Continues as ", h("strong", {}, p.agent || "–"), " on "] : ["Started on "];
+    this.list.append(note("started", env.ts, ...how, h("strong", {}, p.model || "–"),
       ` with ${p.tools?.length ?? 0} tools, at most ${p.max_steps} steps`));
   },
   step_started(p) {
@@ -177,22 +184,41 @@ const HANDLERS = {
     this.in(p).append(note("plan", env.ts, `Plan revised (${p.revision})`, p.reason ? `: ${cut(p.reason, 200)}` : ""));
   },
   run_waiting(p, env) {
-    this.in(p).append(note("waiting", env.ts, `Waiting: ${p.reason}`));
+    const reason = String(p.reason ?? "");
+    const text = /^waiting /i.test(reason) ? reason[0].toUpperCase() + reason.slice(1) : `Waiting for ${reason}`;
+    this.in(p).append(note("waiting", env.ts, text));
   },
   handoff(p, env) {
+    this.handedOff = true;
     this.in(p).append(note("handoff", env.ts, "Handed over from ", h("strong", {}, p.from_agent),
       " to ", h("strong", {}, p.to_agent), p.reason ? `: ${cut(p.reason, 200)}` : ""));
   },
+  // A child run belongs to the agent-tool call that started it: shown in that call's row,
+  // with a link to the child's own page.
   child_started(p, env) {
-    this.list.append(note("child", env.ts, p.existed ? "Waits again for child run " : "Child run ",
-      h("strong", {}, p.child_run_id), ` (agent ${p.agent}): ${cut(p.task, 200)}`));
+    const line = h("p", { class: "child", dataset: { childRunId: p.child_run_id, state: "started" } },
+      h("span", { class: "badge" }, "child run"), " ", runLink(p.child_run_id),
+      ` · agent ${p.agent} · depth ${p.depth}`, p.existed ? " · started before, waited for again" : "",
+      h("span", { class: "child-state muted" }));
+    const call = this.calls.get(p.call_id);
+    if (!call) { this.list.append(h("li", { class: "note note-child" }, h("time", { class: "muted" }, when(env.ts)), " ", line)); return; }
+    call.child = line;
+    call.el.insertBefore(line, call.summary);
   },
-  child_finished(p, env) {
-    this.list.append(note("child", env.ts, "Child run ", h("strong", {}, p.child_run_id),
-      ` ${String(p.state).toLowerCase()}`));
+  child_finished(p) {
+    const line = this.calls.get(p.call_id)?.child
+      ?? this.list.querySelector(`.child[data-child-run-id="${CSS.escape(p.child_run_id)}"]`);
+    const text = ` · ${String(p.state).toLowerCase()}${p.termination ? ` (${p.termination})` : ""} · ${usageLine(p.usage)}`;
+    if (!line) { this.list.append(note("child", null, "Child run ", runLink(p.child_run_id), text)); return; }
+    line.dataset.state = p.state;
+    line.querySelector(".child-state").textContent = text;
+  },
+  trigger_fired(p, env) {
+    this.list.append(note("trigger", env.ts, "Started by the trigger ", h("strong", {}, p.trigger),
+      ` on ${p.source_event} #${p.source_seq} of `, runLink(p.source_run_id)));
   },
   wait_ended(p, env) {
-    this.in(p).append(note("resumed", env.ts, `Waited ${p.waited_s}s: ${p.reason}`));
+    this.in(p).append(note("resumed", env.ts, `Waited ${seconds(p.waited_s)}: ${p.reason}`));
   },
   message_sent(p, env) {
     this.in(p).append(note("message", env.ts, `Message to ${p.to_run}: ${cut(p.content, 200)}`));

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from temporal_support import free_port
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
@@ -145,17 +146,11 @@ def main() -> None:
         if args.address:
             written = asyncio.run(record(args.address, args.tag, home))
         else:
-            config = DevServerConfig(db_filename=home / "temporal.db", port=_free_port())
+            config = DevServerConfig(db_filename=home / "temporal.db", port=free_port())
             with DevServer(config) as server:
                 written = asyncio.run(record(server.address, args.tag, home))
     for path in written:
         print(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
-
-
-def _free_port() -> int:
-    from temporal_support import free_port
-
-    return free_port()
 
 
 if __name__ == "__main__":

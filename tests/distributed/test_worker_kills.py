@@ -151,10 +151,13 @@ async def test_a_run_waiting_for_approval_or_paused_outlives_its_workers(
             stop(worker, signal.SIGKILL)
             worker = chaos.start_worker()
             await harness.resume(run_id)
-            async with asyncio.timeout(60):
-                while not (asked := await harness.pending_approvals(run_id)):
+            async with asyncio.timeout(60):  # asked again (a decision before that is loaded)
+                while [e.type for e in await harness.store.events(run_id)].count(
+                    "approval_requested"
+                ) < 2:
                     await asyncio.sleep(0.05)
-            await harness.approve(run_id, asked[0]["call_id"], by="user:test")
+            (asked,) = await harness.pending_approvals(run_id)
+            await harness.approve(run_id, asked["call_id"], by="user:test")
             result = await harness.wait(run_id, timeout=60)
             stop(worker, signal.SIGTERM)
         finally:
@@ -164,6 +167,6 @@ async def test_a_run_waiting_for_approval_or_paused_outlives_its_workers(
     assert lines(chaos.ledger) == [TASK]
     assert gap_free(events), [(e.seq, e.type) for e in events]
     types = [e.type for e in events]
-    assert types.count("approval_requested") == 2  # asked again after the pause
+    assert types.count("approval_requested") == 2, types  # asked again after the pause
     assert types.count("approval_decided") == 1
     assert types.index("run_paused") < types.index("run_resumed") < types.index("run_finished")

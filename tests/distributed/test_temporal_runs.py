@@ -136,7 +136,9 @@ async def test_approve_pause_resume_and_cancel_from_another_process(
         await asyncio.to_thread(
             control, home, temporal_address, task_queue, "approve", run_id, asked["call_id"]
         )
-        await state_of(h, run_id, RunState.RUNNING)
+        async with asyncio.timeout(30):  # the call runs once its decision is written
+            while not (tmp_path / "ledger").exists():
+                await asyncio.sleep(0.02)
         assert (tmp_path / "ledger").read_text() == "published news\n"
         await asyncio.to_thread(control, home, temporal_address, task_queue, "pause", run_id)
         await state_of(h, run_id, RunState.PAUSED)
@@ -272,6 +274,8 @@ async def test_a_run_cancelled_before_any_worker_took_it_ends_cancelled(
     settings = temporal(tmp_path, temporal_address, task_queue)
     async with Harness(settings, execute=False) as h:
         run_id = await h.submit(adder(), "add")  # no worker polls the queue yet
+        with pytest.raises(RunError, match="inboxes are not delivered to runs on Temporal"):
+            await h.send(run_id, "hello")
         await h.cancel(run_id, reason="changed my mind", by="user:me")
         assert (await h.get(run_id)).state == RunState.PENDING  # its workflow says, later
     async with Harness(settings, agents=(adder(),)) as worker:

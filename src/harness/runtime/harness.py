@@ -876,7 +876,7 @@ class Harness:
         """
         from harness.runtime.inbox import post_message
 
-        record = await self.store.get_run(run_id)  # no run at all: post_message says so
+        record = await self.store.get_run(run_id)
         if record is not None and record.engine == "temporal":
             raise RunError(
                 f"cannot send a message to run {run_id}: inboxes are not delivered to runs on "

@@ -8,7 +8,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from harness import Agent, Message, ModelRequest, tool
+from harness import Agent, Limits, Message, ModelRequest, tool
 from harness.gateway.scripted import FunctionModel, call, reply
 
 
@@ -73,7 +73,12 @@ def deployer() -> Agent:
 
 def stepper() -> Agent:
     """A call that needs approval, then many short steps (to pause and cancel)."""
-    return Agent(name="stepper", model=FunctionModel(_steps), tools=[publish, wait_a_bit])
+    return Agent(
+        name="stepper",
+        model=FunctionModel(_steps),
+        tools=[publish, wait_a_bit],
+        limits=Limits(max_steps=500),  # no step limit ends it before its tests do
+    )
 
 
 AGENTS = {"deployer": deployer, "stepper": stepper}

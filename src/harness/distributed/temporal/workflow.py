@@ -29,7 +29,7 @@ from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
 from harness.core.codec import message_from_dict, usage_from_dict
 from harness.core.events import RunCancelled, RunFailed, RunPaused, RunResumed
-from harness.core.messages import ToolCall
+from harness.core.messages import Message, ToolCall
 from harness.core.results import RunResult
 from harness.core.states import RunState
 from harness.core.usage import Limits
@@ -257,8 +257,6 @@ class ProxyToolset(Toolset):
 
 
 def _outcome(call: ToolCall, data: Mapping[str, Any]) -> ToolOutcome:
-    from harness.core.messages import Message
-
     return ToolOutcome(
         call=call,
         message=Message.tool(call.id, data["shown"], name=call.name),
@@ -273,8 +271,6 @@ def _outcome(call: ToolCall, data: Mapping[str, Any]) -> ToolOutcome:
 def _unknown(exc: ActivityError) -> bool:
     """Whether the attempt may have run: its worker died or it ran out of time."""
     cause = exc.cause
-    if isinstance(cause, ApplicationError):
-        return cause.type == "OutcomeUnknown"
     return isinstance(cause, TimeoutError) or cause is None
 
 

@@ -356,11 +356,13 @@ async def test_two_processes_deliver_each_message_once(tmp_path: Path, store_tar
             theirs = [await queue.submit(listener(), "listen 60") for _ in range(3)]
             for run_id in theirs:  # queued here, claimed by the worker
                 await state_of(queue, run_id, "WAITING_TOOL")
+        # Neither process takes the other's runs over, however loaded the machine: this one
+        # adopts none, and its own leases outlast the test.
         async with Harness(
             Settings(home=tmp_path),
             store=store_target,
             agents=(listener(),),
-            lease_s=1.0,
+            adopt=False,
             control_poll_s=0.02,
         ) as h:
             ours = [await h.submit(listener(), "listen 60") for _ in range(3)]

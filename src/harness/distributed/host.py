@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harness.agent.handoff import HandoffTools
 from harness.agent.spec import AgentSpec
 from harness.core.events import RunEvent
 from harness.core.results import RunResult
@@ -18,7 +19,7 @@ from harness.gateway.model import Model
 from harness.store.protocol import EventStore
 from harness.tools.toolset import Toolset
 
-__all__ = ["AgentKey", "LoadedRun", "WorkerHost"]
+__all__ = ["AgentKey", "HandoverTarget", "LoadedRun", "WorkerHost"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -119,6 +120,21 @@ class LoadedRun:
         )
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoverTarget:
+    """The agent a run is about to be handed over to, as a worker built it."""
+
+    key: AgentKey
+    """The run's agent once handed over: its row's agent, metadata (the handoff counted,
+    the caller's overrides dropped) and labels."""
+    model: str
+    """The name of its model, for the run's row."""
+    count: int
+    """Handoffs the run made before this one."""
+    toolset: Toolset
+    """Its tools (without its handoff tools)."""
+
+
 class WorkerHost(Protocol):
     """The runtime, as a worker of a distributed backend sees it."""
 
@@ -149,4 +165,17 @@ class WorkerHost(Protocol):
 
     def publish(self, events: Sequence[RunEvent]) -> None:
         """Hand events just written to this process's subscribers (metrics, traces, live)."""
+        ...
+
+    def handoff_tools(self, agent: AgentSpec) -> HandoffTools | None:
+        """The tools that hand over from `agent`; `None` without `handoffs` (no I/O)."""
+        ...
+
+    async def hand_over(self, key: AgentKey, target: str) -> HandoverTarget:
+        """Build the agent `target` for a run whose agent is `key`'s; nothing is written.
+
+        Raises:
+            HandoffRefused: The run is at its `max_handoffs`, or the target is unknown
+                or cannot be built here (the text is the tool message the model reads).
+        """
         ...

@@ -21,16 +21,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harness.agent.handoff import HandoffTools
 from harness.agent.spec import AgentSpec
 from harness.core.codec import message_to_dict, usage_to_dict
 from harness.core.events import RunEvent
 from harness.core.results import RunResult
 from harness.core.states import TEMPORAL_OWNER, RunState
 from harness.core.usage import Usage
-from harness.distributed.host import AgentKey, LoadedRun
+from harness.distributed.host import AgentKey, HandoverTarget, LoadedRun
 from harness.errors import ConfigError, RunError
 from harness.gateway.model import Model
 from harness.runtime._catalog import AgentCatalog
+from harness.runtime._handoffs import handed_metadata, handoff_count, model_name, prepare_seat
 from harness.runtime.bus import EventBus
 from harness.runtime.executor import left_off
 from harness.runtime.resources import AgentResources
@@ -171,6 +173,25 @@ class TemporalHost:
     def result_data(self, result: RunResult, agent: AgentSpec) -> dict[str, Any]:
         """What the run's row keeps of a result besides output, usage and termination."""
         return result_data(result, agent)
+
+    def handoff_tools(self, agent: AgentSpec) -> HandoffTools | None:
+        """The tools that hand over from `agent` (see `AgentCatalog.handoff_tools`)."""
+        return self._agents.handoff_tools(agent)
+
+    async def hand_over(self, key: AgentKey, target: str) -> HandoverTarget:
+        """The target of a handoff, built as the embedded runtime builds it (`RunHandoffs`)."""
+        count = handoff_count(key.metadata)
+        seat = await prepare_seat(self._agents, self._resources, self.agent(key), target, count)
+        handed = AgentKey(
+            agent=seat.spec.name,
+            metadata=handed_metadata(key.metadata, seat.spec, count),
+            task_type=key.task_type,
+            experiment=key.experiment,
+            variant=key.variant,
+        )
+        return HandoverTarget(
+            key=handed, model=model_name(seat.spec), count=count, toolset=seat.toolset
+        )
 
     def publish(self, events: Sequence[RunEvent]) -> None:
         """Publish events just written, as the embedded sink does once they commit."""

@@ -1027,11 +1027,6 @@ def _check_temporal(agent: AgentSpec) -> None:
             f"agent {agent.name!r} has a shell verifier, which would run a command inside the "
             'workflow: the Temporal backend does not run it yet; use [runtime] backend = "embedded"'
         )
-    if agent.handoffs:
-        raise ConfigError(
-            f"agent {agent.name!r} has handoffs, which the Temporal backend does not run yet: "
-            'use [runtime] backend = "embedded" for it'
-        )
 
 
 async def _open_store(target: str | None, home: Path) -> EventStore:

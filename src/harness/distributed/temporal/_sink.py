@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from harness.core.codec import message_to_dict
@@ -152,14 +152,7 @@ class WorkflowSink:
         if update is None and (self._state or self._usage_changed):
             update = RunUpdate(state=self._state, usage=self.usage)
         if update is not None and update.result_data is None and self._detail is not None:
-            update = RunUpdate(
-                state=update.state,
-                usage=update.usage,
-                result=update.result,
-                termination=update.termination,
-                error=update.error,
-                result_data=self._detail,
-            )
+            update = replace(update, result_data=self._detail)
         if not (self._events or self._messages or self._audit or self._blobs or update):
             return
         self._batches += 1
@@ -188,6 +181,13 @@ class WorkflowSink:
         """`batches` are in the store: no activity carries them any more."""
         done = {batch["key"] for batch in batches}
         self._sealed = [batch for batch in self._sealed if batch["key"] not in done]
+
+    async def hand_over(self, *, agent: str, model: str, metadata: Mapping[str, Any]) -> None:
+        """Write everything kept so far with the run's row naming its new agent (a handoff)."""
+        update = RunUpdate(
+            state=self._state, usage=self.usage, agent=agent, model=model, metadata=metadata
+        )
+        await self.flush(update)
 
     async def flush(self, update: RunUpdate | None = None) -> None:
         """Write everything kept so far now, with `update` to the run's row."""

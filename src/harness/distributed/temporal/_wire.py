@@ -192,22 +192,30 @@ def message_dict(message: Message) -> dict[str, Any]:
 def update_to_dict(update: RunUpdate) -> dict[str, Any]:
     """The run row's changes of a batch (the fields the workflow sets)."""
     out: dict[str, Any] = {}
-    for name in ("state", "result", "termination", "error"):
+    for name in ("state", "result", "termination", "error", "agent", "model"):
         value = getattr(update, name)
         if value is not None:
             out[name] = value
     if update.usage is not None:
         out["usage"] = usage_to_dict(update.usage)
+    if update.children_usage is not None:
+        out["children_usage"] = usage_to_dict(update.children_usage)
+    if update.metadata is not None:
+        out["metadata"] = dict(update.metadata)
     if update.result_data is not None:
         out["result_data"] = dict(update.result_data)
     return out
 
 
 def _update_from_dict(data: Mapping[str, Any]) -> RunUpdate:
-    usage = data.get("usage")
+    usage, children = data.get("usage"), data.get("children_usage")
     return RunUpdate(
         state=data.get("state"),
         usage=None if usage is None else usage_from_dict(usage),
+        children_usage=None if children is None else usage_from_dict(children),
+        agent=data.get("agent"),
+        model=data.get("model"),
+        metadata=data.get("metadata"),
         result=data.get("result"),
         termination=data.get("termination"),
         error=data.get("error"),

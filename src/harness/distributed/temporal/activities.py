@@ -8,6 +8,9 @@
 - `harness.tool_call({run_id, key, writes, call, heartbeat_s})`: writes the batches, then
   runs the real `Toolset.execute` (validation, timeout, truncation) and returns the outcome.
 - `harness.record({run_id, writes})` (a local activity): writes the batches.
+- `harness.hand_over({key, target})` (a local activity): builds a handoff's target on the
+  worker (`WorkerHost.hand_over`): `{refused}` (the tool message), or the run's new agent
+  `{key, model, count, tools}`; it writes nothing.
 
 Every write is keyed (`StepWrite.key`), so an activity run again writes nothing twice; a
 batch whose events the store numbers otherwise than the workflow did fails the activity.
@@ -24,6 +27,7 @@ from typing import Any, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from harness.agent.handoff import HandoffRefused
 from harness.core.events import ModelFallback, ModelRetry
 from harness.core.messages import ToolCall
 from harness.distributed.host import AgentKey, WorkerHost
@@ -31,7 +35,7 @@ from harness.errors import HarnessError, StoreConflict, StoreError
 from harness.gateway.model import ModelRequest
 from harness.tools.context import ToolContext
 
-from ._wire import batch_step, request_from_dict, response_to_dict
+from ._wire import batch_step, request_from_dict, response_to_dict, tool_to_dict
 
 __all__ = ["Activities"]
 
@@ -50,7 +54,7 @@ class Activities:
 
     def all(self) -> list[Any]:
         """The activity functions, for a `Worker`."""
-        return [self.load_run, self.model_call, self.tool_call, self.record]
+        return [self.load_run, self.model_call, self.tool_call, self.record, self.hand_over]
 
     @activity.defn(name="harness.load_run")
     async def load_run(self, run_id: str) -> dict[str, Any]:
@@ -66,6 +70,22 @@ class Activities:
     async def record(self, data: dict[str, Any]) -> None:
         """Write the batches."""
         await self._write(str(data["run_id"]), data.get("writes") or ())
+
+    @activity.defn(name="harness.hand_over")
+    async def hand_over(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The target of a handoff, or why it is refused."""
+        try:
+            target = await self._host.hand_over(AgentKey.from_dict(data["key"]), data["target"])
+        except HandoffRefused as refused:
+            return {"refused": str(refused)}
+        except StoreError as exc:
+            raise ApplicationError(str(exc), type="StoreError", non_retryable=False) from exc
+        return {
+            "key": target.key.to_dict(),
+            "model": target.model,
+            "count": target.count,
+            "tools": [tool_to_dict(spec) for spec in target.toolset],
+        }
 
     @activity.defn(name="harness.model_call")
     async def model_call(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ activities returned; a replay test guards that.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Final
 
@@ -25,6 +25,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
+from harness.agent.handoff import Seat
 from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
 from harness.core.codec import message_from_dict, usage_from_dict
@@ -33,7 +34,7 @@ from harness.core.messages import Message, ToolCall
 from harness.core.results import RunResult
 from harness.core.states import RunState
 from harness.core.usage import Limits
-from harness.distributed.host import LoadedRun, WorkerHost
+from harness.distributed.host import AgentKey, LoadedRun, WorkerHost
 from harness.errors import ModelError, RunInterrupted
 from harness.gateway.model import Model, ModelRequest, ModelResponse, ResponseDone, StreamEvent
 from harness.memory import ContextState
@@ -42,6 +43,7 @@ from harness.tools.approvals import ApprovalDecision, ApprovalRequest
 from harness.tools.context import ToolContext
 from harness.tools.toolset import ToolOutcome, Toolset
 
+from ._handoffs import WorkflowSwitch
 from ._hosts import host_of
 from ._sink import WorkflowSink
 from ._wire import (
@@ -228,8 +230,8 @@ class ProxyToolset(Toolset):
     timeout and truncation.
     """
 
-    def __init__(self, loaded: LoadedRun, caller: _Caller) -> None:
-        super().__init__([tool_from_dict(t) for t in loaded.tools], clock=_WorkflowClock())
+    def __init__(self, tools: Sequence[Mapping[str, Any]], caller: _Caller) -> None:
+        super().__init__([tool_from_dict(t) for t in tools], clock=_WorkflowClock())
         self._caller = caller
 
     async def execute(
@@ -291,6 +293,7 @@ class RunWorkflow:
         self._cancel: dict[str, Any] | None = None
         self._sink: WorkflowSink | None = None
         self._state = RunState.PENDING.value
+        self._agent: AgentSpec | None = None
 
     @workflow.signal(name="pause")
     def pause(self) -> None:
@@ -365,7 +368,7 @@ class RunWorkflow:
             while True:
                 result = await self._execute(host, loaded, caller, sink)
                 if result is not None:
-                    return await self._finished(host, host.agent(loaded.key), result, sink)
+                    return await self._finished(host, self._agent, result, sink)
                 await workflow.wait_condition(lambda: not self._paused or self._cancel is not None)
                 caller.check()
                 sink.emit(RunResumed())
@@ -409,15 +412,17 @@ class RunWorkflow:
         self, host: WorkerHost, loaded: LoadedRun, caller: _Caller, sink: WorkflowSink
     ) -> RunResult | None:
         """Run the loop from where `loaded` left off; `None` when it paused."""
-        spec = host.agent(loaded.key)
+        spec = self._agent = host.agent(loaded.key)
+        caller.key = loaded.key.to_dict()
         loop = AgentLoop(
             spec,
             model=ModelProxy(host.model(spec), caller),
-            toolset=ProxyToolset(loaded, caller),
+            toolset=ProxyToolset(loaded.tools, caller),
             sink=sink,
             approver=self._approve,
             audit=sink,
             clock=_WorkflowClock(),
+            handoffs=self._switch(host, loaded.key, caller, sink) if spec.handoffs else None,
         )
         context = loaded.context
         try:
@@ -438,6 +443,27 @@ class RunWorkflow:
             self._paused_at = "step boundary"
             await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
             return None
+
+    def _switch(
+        self, host: WorkerHost, key: AgentKey, caller: _Caller, sink: WorkflowSink
+    ) -> WorkflowSwitch:
+        """Handoffs: a target sits on this workflow's proxies; activities then name it."""
+
+        def moved(handed: AgentKey) -> None:
+            caller.key = handed.to_dict()
+            self._agent = host.agent(handed)
+
+        return WorkflowSwitch(
+            host,
+            key,
+            sink=sink,
+            seat=lambda spec, tools: Seat(
+                spec=spec,
+                model=ModelProxy(host.model(spec), caller),
+                toolset=ProxyToolset(tools, caller),
+            ),
+            moved=moved,
+        )
 
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """Wait for `decide` on the call; the request is in the store first."""
@@ -462,8 +488,9 @@ class RunWorkflow:
         raise RunInterrupted(f"run {request.run_id} paused while call {call_id} waited")
 
     async def _finished(
-        self, host: WorkerHost, spec: AgentSpec, result: RunResult, sink: WorkflowSink
+        self, host: WorkerHost, spec: AgentSpec | None, result: RunResult, sink: WorkflowSink
     ) -> dict[str, Any]:
+        assert spec is not None, "a run that ended ran an agent"
         state = RunState.FAILED if result.termination == "error" else RunState.COMPLETED
         await sink.flush(
             RunUpdate(

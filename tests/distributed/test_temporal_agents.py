@@ -5,14 +5,29 @@ models.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from pathlib import Path
 
+import pytest
+
 from harness import Agent, Harness, Message, tool
-from harness.core.events import Handoff, RunStarted, payloads
+from harness.core.events import (
+    ChildFinished,
+    ChildStarted,
+    Handoff,
+    RunCancelled,
+    RunStarted,
+    payloads,
+)
 from harness.core.states import RunState
 from harness.runtime import Settings
 from harness.runtime.runtime_settings import RuntimeSettings
-from harness.testing import ScriptedModel, call, reply
+from harness.runtime.children import child_run_id, run_tree
+from harness.testing import FunctionModel, ScriptedModel, call, reply
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "runtime" / "processes"))
+import tree_agents  # noqa: E402
 
 TASK = "I was charged twice for order 42."
 
@@ -82,3 +97,95 @@ async def test_triage_hands_over_to_billing_as_embedded(
     assert (row.agent, row.model, row.state) == ("billing", "scripted", RunState.COMPLETED)
     assert row.metadata["handoffs"] == embedded_row.metadata["handoffs"] == 1
     assert "overrides" not in row.metadata
+
+
+async def test_a_supervisor_with_two_researcher_children_as_embedded(
+    tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tree_agents, "FAN_OUT", 2)
+    monkeypatch.setattr(tree_agents, "LEDGER", tmp_path / "ledger")
+    async with Harness(Settings(home=tmp_path / "embedded")) as h:
+        expected = await h.wait(await h.submit(tree_agents.supervisor(), "survey"), timeout=30)
+        embedded_events = await h.store.events(expected.run_id)
+        embedded_parent = await h.get(expected.run_id)
+        embedded_tree = (await run_tree(h, expected.run_id)).to_dict()
+    async with Harness(temporal(tmp_path / "temporal", temporal_address, task_queue)) as h:
+        run_id = await h.submit(tree_agents.supervisor(), "survey")
+        result = await h.wait(run_id, timeout=60)
+        events = await h.store.events(run_id)
+        parent = await h.get(run_id)
+        children = await h.store.list_runs(parent_run_id=run_id, limit=None)
+        tree = (await run_tree(h, run_id)).to_dict()
+        child_events = [await h.store.events(c.run_id) for c in children]
+    assert result.output == expected.output == "found survey/topic-0 | found survey/topic-1"
+    assert sorted(c.run_id for c in children) == sorted(
+        child_run_id(run_id, f"fan-{i}") for i in range(2)
+    )
+    assert {(c.state, c.depth, c.root_run_id, c.agent, c.engine) for c in children} == {
+        (RunState.COMPLETED, 1, run_id, "researcher", "temporal")
+    }
+    # The parent's events: those of the embedded run (two children in parallel: their
+    # started/waiting/finished events interleave as they happen, so compared as sets).
+    assert sorted(e.type for e in events) == sorted(e.type for e in embedded_events)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert sorted(p.call_id for p in payloads(events, ChildStarted)) == ["fan-0", "fan-1"]
+    assert {(p.state, p.usage) for p in payloads(events, ChildFinished)} == {
+        (p.state, p.usage) for p in payloads(embedded_events, ChildFinished)
+    }
+    for own in child_events:
+        assert [e.seq for e in own] == list(range(1, len(own) + 1))
+        assert own[-1].type == "run_finished"
+    # Usage rolls up as embedded: its own, and its children's apart.
+    assert (parent.usage, parent.children_usage) == (
+        embedded_parent.usage,
+        embedded_parent.children_usage,
+    )
+    assert parent.children_usage.cost_usd == 2 * 2 * tree_agents.RESEARCHER_REPLY_USD
+
+    def shape(node: dict[str, object]) -> object:
+        kids = sorted(shape(c) for c in node["children"])  # type: ignore[union-attr]
+        return (node["agent"], node["state"], node["depth"], node["steps"], tuple(kids))
+
+    assert shape(tree) == shape(embedded_tree)
+    assert sorted((tmp_path / "ledger").read_text().splitlines()) == [
+        "survey/topic-0",
+        "survey/topic-0",
+        "survey/topic-1",
+        "survey/topic-1",
+    ]  # once per backend
+
+
+async def test_a_cancelled_parent_cancels_the_child_it_waits_for(
+    tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tree_agents, "FAN_OUT", 1)
+    monkeypatch.setenv("HARNESS_TEMPORAL_HEARTBEAT_S", "1")
+    slow = Agent(
+        name="researcher",
+        model=FunctionModel(lambda request: reply("too late"), latency_s=60),
+    )
+    async with Harness(temporal(tmp_path, temporal_address, task_queue)) as h:
+        run_id = await h.submit(tree_agents.supervisor(slow), "survey")
+        child_id = child_run_id(run_id, "fan-0")
+        async with asyncio.timeout(30):
+            while (await h.store.get_run(child_id)) is None or (
+                await h.get(run_id)
+            ).state != RunState.WAITING_TOOL:
+                await asyncio.sleep(0.05)
+        await state_of(h, child_id, RunState.RUNNING)
+        await h.cancel(run_id, reason="enough")
+        await state_of(h, run_id, RunState.CANCELLED)
+        await state_of(h, child_id, RunState.CANCELLED)
+        [cancelled] = payloads(await h.store.events(child_id), RunCancelled)
+        parent_events = await h.store.events(run_id)
+    assert cancelled == RunCancelled(
+        by=f"run:{run_id}", reason=f"its parent {run_id} was cancelled"
+    )
+    assert parent_events[-1].type == "run_cancelled"
+    assert [e.seq for e in parent_events] == list(range(1, len(parent_events) + 1))
+
+
+async def state_of(h: Harness, run_id: str, *states: str, timeout: float = 30) -> None:
+    async with asyncio.timeout(timeout):
+        while (await h.get(run_id)).state not in states:
+            await asyncio.sleep(0.05)

@@ -179,3 +179,22 @@ class WorkerHost(Protocol):
                 or cannot be built here (the text is the tool message the model reads).
         """
         ...
+
+    async def start_child(
+        self, run_id: str, key: AgentKey, agent: str, task: str, call_id: str
+    ) -> dict[str, Any]:
+        """Create the row of the child run of call `call_id` of `run_id`, unless it exists.
+
+        Returns `{child_run_id, agent, existed, depth, state}`, or `{error, hint}` when a
+        limit on children refuses it. The child's workflow is started by the parent's.
+        """
+        ...
+
+    async def child_ended(self, run_id: str, child_id: str) -> dict[str, Any]:
+        """An ended child of `run_id`: what its call answers, and the roll-up.
+
+        Returns its answer (`{text, metadata}`, or `{error, hint}`), `state`,
+        `termination`, `usage` (its own and its children's), and `children_usage`: what
+        all of `run_id`'s ended children consumed.
+        """
+        ...

@@ -218,10 +218,21 @@ class Harness:
         from harness.distributed.temporal import require_temporal
 
         require_temporal()  # settings made in Python skip load_settings' check
-        from harness.runtime._temporal import TemporalBackend, TemporalHost, TemporalOptions
+        from harness.runtime._temporal import (
+            TemporalBackend,
+            TemporalChildren,
+            TemporalHost,
+            TemporalOptions,
+        )
 
         options = TemporalOptions.of(self.settings.runtime)
-        host = TemporalHost(self.store, self._agents, self._resources, self.bus)
+        host = TemporalHost(
+            self.store,
+            self._agents,
+            self._resources,
+            self.bus,
+            children=TemporalChildren(self, self.settings.children),
+        )
         backend = TemporalBackend(options, host, max_concurrent=self._limits[0])
         await backend.open(execute=self._execute)
         self._temporal = backend
@@ -460,6 +471,7 @@ class Harness:
         run_id: str | None = None,
         child_of: ChildOf | None = None,
         _origin: Firing | None = None,
+        _workflow: bool = True,
     ) -> str:
         """Queue a run of `agent` on `task` and return its id; it starts when there is room.
 
@@ -563,7 +575,8 @@ class Harness:
             self._traces.begin(run_id, trace)
         self._publish(created)
         if self._temporal is not None:
-            await self._start_workflow(run_id)
+            if _workflow:  # else its parent's workflow starts it, as a child workflow
+                await self._start_workflow(run_id)
         elif self._executor is not None:
             self._executor.own.add(run_id)
             if local:  # already leased to us: start it without a trip through the queue

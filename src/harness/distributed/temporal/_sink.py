@@ -90,6 +90,7 @@ class WorkflowSink:
         self._detail: Mapping[str, Any] | None = None
         self.usage = usage
         self._usage_changed = False
+        self._children_usage: Usage | None = None
         self._sealed: list[Batch] = []
         self._batches = 0
         self.next_seq = last_seq + 1
@@ -120,6 +121,10 @@ class WorkflowSink:
         self.usage = total
         self._usage_changed = True
 
+    def report_children_usage(self, total: Usage) -> None:
+        """Keep what the run's ended children consumed; written with the next batch."""
+        self._children_usage = total
+
     def record(self, entry: AuditRecord) -> None:
         """Keep one audit record (the sink is the run's `AuditLog`)."""
         self._audit.append({key: getattr(entry, key) for key in _AUDIT_KEYS})
@@ -149,8 +154,10 @@ class WorkflowSink:
 
     def seal(self, update: RunUpdate | None = None) -> None:
         """Close what was kept into a batch of its own (with `update` to the run's row)."""
-        if update is None and (self._state or self._usage_changed):
+        if update is None and (self._state or self._usage_changed or self._children_usage):
             update = RunUpdate(state=self._state, usage=self.usage)
+        if update is not None and self._children_usage is not None:
+            update = replace(update, children_usage=self._children_usage)
         if update is not None and update.result_data is None and self._detail is not None:
             update = replace(update, result_data=self._detail)
         if not (self._events or self._messages or self._audit or self._blobs or update):
@@ -171,6 +178,7 @@ class WorkflowSink:
         self._sealed.append(batch)
         self._events, self._messages, self._audit, self._blobs = [], [], [], {}
         self._state, self._detail, self._usage_changed = None, None, False
+        self._children_usage = None
 
     def carried(self) -> list[Batch]:
         """Every batch not known to be written yet, what was kept sealed first."""

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from harness.agent._agent_tool import agent_tool, tool_agent
 from harness.core.codec import (
     message_from_dict,
     message_to_dict,
@@ -145,8 +146,13 @@ def notice_from_dict(data: Mapping[str, Any]) -> ModelRetry | ModelFallback:
 
 
 def tool_to_dict(spec: ToolSpec) -> dict[str, Any]:
-    """What the workflow needs of a tool: all of it but its function."""
-    return {
+    """What the workflow needs of a tool: all of it but its function.
+
+    An agent tool also names its agent (`agent`): the workflow runs its calls itself, each
+    as a child workflow.
+    """
+    agent = tool_agent(spec)
+    out = {
         "name": spec.name,
         "description": spec.description,
         "parameters": spec.parameters,
@@ -157,15 +163,29 @@ def tool_to_dict(spec: ToolSpec) -> dict[str, Any]:
         "max_result_chars": spec.max_result_chars,
         "tags": list(spec.tags),
     }
+    if agent is not None:
+        out["agent"] = agent if isinstance(agent, str) else agent.name
+    return out
 
 
 def tool_from_dict(data: Mapping[str, Any]) -> ToolSpec:
-    """A tool described by `tool_to_dict`, whose function never runs (the worker's does)."""
+    """A tool described by `tool_to_dict`, whose function never runs (the worker's does).
+
+    An agent tool's does run, in the workflow: it asks the run's `ToolContext.children`.
+    """
+    agent = data.get("agent")
+    function = _runs_on_the_worker
+    coerce, context_param = None, None
+    if agent is not None:
+        made = agent_tool(str(agent), name=data["name"])
+        function, coerce, context_param = made.function, made.coerce, made.context_param
     return ToolSpec(
         name=data["name"],
         description=data["description"],
         parameters=data["parameters"],
-        function=_runs_on_the_worker,
+        function=function,
+        coerce=coerce,
+        context_param=context_param,
         side_effects=cast(SideEffects, data["side_effects"]),
         timeout=data.get("timeout"),
         grace_s=float(data.get("grace_s") or 0.0),

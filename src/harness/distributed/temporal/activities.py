@@ -11,6 +11,11 @@
 - `harness.hand_over({key, target})` (a local activity): builds a handoff's target on the
   worker (`WorkerHost.hand_over`): `{refused}` (the tool message), or the run's new agent
   `{key, model, count, tools}`; it writes nothing.
+- `harness.start_child({run_id, key, agent, task, call_id})` (a local activity): the row
+  of an agent-tool call's child run, made unless it exists (`WorkerHost.start_child`); the
+  workflow then starts the child's workflow as its own child.
+- `harness.child_ended({run_id, child_run_id})` (a local activity): the ended child's
+  answer and usage, and the roll-up of the run's children (`WorkerHost.child_ended`).
 
 Every write is keyed (`StepWrite.key`), so an activity run again writes nothing twice; a
 batch whose events the store numbers otherwise than the workflow did fails the activity.
@@ -54,7 +59,15 @@ class Activities:
 
     def all(self) -> list[Any]:
         """The activity functions, for a `Worker`."""
-        return [self.load_run, self.model_call, self.tool_call, self.record, self.hand_over]
+        return [
+            self.load_run,
+            self.model_call,
+            self.tool_call,
+            self.record,
+            self.hand_over,
+            self.start_child,
+            self.child_ended,
+        ]
 
     @activity.defn(name="harness.load_run")
     async def load_run(self, run_id: str) -> dict[str, Any]:
@@ -86,6 +99,23 @@ class Activities:
             "count": target.count,
             "tools": [tool_to_dict(spec) for spec in target.toolset],
         }
+
+    @activity.defn(name="harness.start_child")
+    async def start_child(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The row of a child run, made unless it exists."""
+        key = AgentKey.from_dict(data["key"])
+        return await _store_errors(
+            self._host.start_child(
+                str(data["run_id"]), key, str(data["agent"]), str(data["task"]), data["call_id"]
+            )
+        )
+
+    @activity.defn(name="harness.child_ended")
+    async def child_ended(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An ended child's answer and usage."""
+        return await _store_errors(
+            self._host.child_ended(str(data["run_id"]), str(data["child_run_id"]))
+        )
 
     @activity.defn(name="harness.model_call")
     async def model_call(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -152,6 +182,16 @@ class Activities:
                     non_retryable=True,
                 )
             self._host.publish(written)
+
+
+async def _store_errors(work: Awaitable[T]) -> T:
+    """`work`; a store error is retried, any other harness error is not."""
+    try:
+        return await work
+    except StoreError as exc:
+        raise ApplicationError(str(exc), type="StoreError", non_retryable=False) from exc
+    except HarnessError as exc:
+        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
 
 class _KeptResults:

@@ -25,6 +25,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
+from harness.agent._agent_tool import tool_agent
 from harness.agent.handoff import Seat
 from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
@@ -43,6 +44,7 @@ from harness.tools.approvals import ApprovalDecision, ApprovalRequest
 from harness.tools.context import ToolContext
 from harness.tools.toolset import ToolOutcome, Toolset
 
+from ._children import WorkflowChildren
 from ._handoffs import WorkflowSwitch
 from ._hosts import host_of
 from ._sink import WorkflowSink
@@ -239,7 +241,7 @@ class ProxyToolset(Toolset):
     ) -> ToolOutcome:
         """Run the call on a worker; an attempt whose outcome is unknown says so."""
         spec = self.get(call.name)
-        if spec is None:
+        if spec is None or tool_agent(spec) is not None:  # an agent tool runs in the workflow
             return await super().execute(call, limits=limits, context=context)
         seconds = limits.tool_seconds(spec.timeout) + spec.grace_s
         repeatable = spec.side_effects in ("none", "idempotent")
@@ -423,6 +425,16 @@ class RunWorkflow:
             audit=sink,
             clock=_WorkflowClock(),
             handoffs=self._switch(host, loaded.key, caller, sink) if spec.handoffs else None,
+            children=WorkflowChildren(
+                loaded.run_id,
+                key=lambda: caller.key,
+                sink=sink,
+                start=lambda child: (
+                    WORKFLOW,
+                    {"run_id": child, "heartbeat_s": caller.heartbeat_s},
+                ),
+                cancelled=lambda: self._cancel is not None,
+            ),
         )
         context = loaded.context
         try:

@@ -22,12 +22,12 @@ from harness.core.events import (
 )
 from harness.core.states import RunState
 from harness.runtime import Settings
-from harness.runtime.runtime_settings import RuntimeSettings
 from harness.runtime.children import child_run_id, run_tree
+from harness.runtime.runtime_settings import RuntimeSettings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime" / "processes"))
-import tree_agents  # noqa: E402
+import tree_agents
 
 TASK = "I was charged twice for order 42."
 

@@ -16,8 +16,12 @@ from harness.core.events import (
     ChildFinished,
     ChildStarted,
     Handoff,
+    MessageReceived,
+    MessageSent,
     RunCancelled,
     RunStarted,
+    RunWaiting,
+    WaitEnded,
     payloads,
 )
 from harness.core.states import RunState
@@ -28,6 +32,9 @@ from harness.testing import FunctionModel, ScriptedModel, call, reply
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime" / "processes"))
 import tree_agents
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
+import conversation
 
 TASK = "I was charged twice for order 42."
 
@@ -189,3 +196,52 @@ async def state_of(h: Harness, run_id: str, *states: str, timeout: float = 30) -
     async with asyncio.timeout(timeout):
         while (await h.get(run_id)).state not in states:
             await asyncio.sleep(0.05)
+
+
+async def test_the_conversation_examples_agents_talk_on_temporal(
+    tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    reviewer, planner = conversation.agents(None)
+    settings = temporal(tmp_path, temporal_address, task_queue)
+    async with Harness(settings, agents=(reviewer, planner)) as h:
+        reviewer_id = await h.submit(reviewer, "Review the plans other agents send you.")
+        planner_id = await h.submit(planner, f"Plan a database change; ask {reviewer_id}")
+        planned = await h.wait(planner_id, timeout=90)
+        reviewed = await h.wait(reviewer_id, timeout=90)
+        events = {run: await h.store.events(run) for run in (planner_id, reviewer_id)}
+        histories = {run: await h.store.messages(run) for run in (planner_id, reviewer_id)}
+        unread = [await h.store.inbox(run) for run in (planner_id, reviewer_id)]
+    assert planned.output.startswith("Plan revised after the review ('Good plan;")
+    assert reviewed.output == f"Reviewed the plan of {planner_id}."
+    for run, other in ((planner_id, reviewer_id), (reviewer_id, planner_id)):
+        [sent] = payloads(events[run], MessageSent)
+        [received] = payloads(events[run], MessageReceived)
+        assert (sent.to_run, received.sender_run) == (other, other)
+        assert [e.seq for e in events[run]] == list(range(1, len(events[run]) + 1))
+        # The message is in the reader's history exactly once, and no longer unread.
+        heard = [m for m in histories[run] if f"[message from {other}" in (m.content or "")]
+        assert len(heard) == 1
+    assert unread == [[], []]
+
+
+async def test_harness_send_wakes_a_run_waiting_for_a_message(
+    tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    reviewer, _ = conversation.agents(None)
+    async with Harness(temporal(tmp_path, temporal_address, task_queue)) as h:
+        run_id = await h.submit(reviewer, "Review the plans other agents send you.")
+        async with asyncio.timeout(30):
+            while not payloads(await h.store.events(run_id), RunWaiting):
+                await asyncio.sleep(0.05)
+        assert (await h.get(run_id)).state == RunState.WAITING_TOOL
+        await h.send(run_id, "a plan from run_abc (agent x): nothing")
+        result = await h.wait(run_id, timeout=60)
+        events = await h.store.events(run_id)
+        [received] = payloads(events, MessageReceived)
+        history = await h.store.messages(run_id)
+    # The scripted reviewer answers a message of no run by waiting's end: it read it once.
+    assert (received.sender, received.sender_run) == ("user", None)
+    assert sum("[message from user]" in (m.content or "") for m in history) == 1
+    assert result.output == "No plan came."  # the scripted reviewer answers runs only
+    [ended] = payloads(events, WaitEnded)
+    assert ended.waited_s < 30  # woken by the message, not by its 60 s deadline

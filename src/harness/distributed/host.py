@@ -85,6 +85,8 @@ class LoadedRun:
     """Its last event's seq: the workflow numbers its events from here."""
     tools: tuple[Mapping[str, Any], ...]
     """Its agent's tools, described (name, description, parameters, side_effects, ...)."""
+    mail: bool = False
+    """Whether its inbox held messages not delivered yet when it was loaded."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON, for the activity's result."""
@@ -100,6 +102,7 @@ class LoadedRun:
             "decisions": {k: dict(v) for k, v in self.decisions.items()},
             "last_seq": self.last_seq,
             "tools": list(self.tools),
+            "mail": self.mail,
         }
 
     @classmethod
@@ -117,6 +120,7 @@ class LoadedRun:
             decisions=dict(data["decisions"]),
             last_seq=int(data["last_seq"]),
             tools=tuple(data["tools"]),
+            mail=bool(data.get("mail")),
         )
 
 
@@ -196,5 +200,19 @@ class WorkerHost(Protocol):
         Returns its answer (`{text, metadata}`, or `{error, hint}`), `state`,
         `termination`, `usage` (its own and its children's), and `children_usage`: what
         all of `run_id`'s ended children consumed.
+        """
+        ...
+
+    async def inbox(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's messages not delivered yet: `{id, sender, sender_run, content}`."""
+        ...
+
+    async def send(
+        self, run_id: str, agent: str, to: str, content: str, call_id: str
+    ) -> dict[str, Any]:
+        """Keep a message of call `call_id` of `run_id` in run `to`'s inbox, once per call.
+
+        Returns `{message_id, engine}` (the engine of `to`, whose workflow the caller
+        tells), or `{error, hint}` when it cannot be sent.
         """
         ...

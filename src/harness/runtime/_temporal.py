@@ -224,10 +224,11 @@ class TemporalHost:
         key = _key_of(record)
         agent = self.agent(key)
         toolset = await self.toolset(agent)
-        messages, events, decided = await asyncio.gather(
+        messages, events, decided, unread = await asyncio.gather(
             self._store.messages(run_id),
             self._store.events(run_id),
             self._store.decisions(run_id),
+            self._store.inbox(run_id),
         )
         left = left_off(events)
         from harness.distributed.temporal._wire import tool_to_dict
@@ -246,6 +247,7 @@ class TemporalHost:
             },
             last_seq=record.last_seq,
             tools=tuple(tool_to_dict(spec) for spec in toolset),
+            mail=bool(unread),
         )
 
     def agent(self, key: AgentKey) -> AgentSpec:
@@ -317,6 +319,32 @@ class TemporalHost:
         if self._children is None:
             raise ConfigError("this worker's host runs no child runs (agents used as tools)")
         return self._children
+
+    async def inbox(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's messages not delivered yet."""
+        return [
+            {"id": m.id, "sender": m.sender, "sender_run": m.sender_run, "content": m.content}
+            for m in await self._store.inbox(run_id)
+        ]
+
+    async def send(
+        self, run_id: str, agent: str, to: str, content: str, call_id: str
+    ) -> dict[str, Any]:
+        """Keep a message in run `to`'s inbox, once per call (as `RunMailbox.send`)."""
+        from harness.runtime.inbox import post_message
+
+        try:
+            message_id = await post_message(
+                self._store, to, content, sender=agent, sender_run=run_id, key=f"{run_id}:{call_id}"
+            )
+        except (ConfigError, RunError) as exc:
+            return {
+                "error": f"Not sent: {exc}.",
+                "hint": "Send to the id of a run that is still going (e.g. one a message "
+                "came from).",
+            }
+        target = await self._store.get_run(to)
+        return {"message_id": message_id, "engine": None if target is None else target.engine}
 
     def publish(self, events: Sequence[RunEvent]) -> None:
         """Publish events just written, as the embedded sink does once they commit."""
@@ -429,6 +457,10 @@ class TemporalBackend:
     async def cancel(self, run_id: str, *, by: str, reason: str | None) -> None:
         """Cancel the run's workflow; its model or tool call in flight stops."""
         await (await self.runs()).cancel(run_id, by=by, reason=reason)
+
+    async def mail(self, run_id: str) -> None:
+        """Tell the run's workflow that its inbox holds a message."""
+        await (await self.runs()).mail(run_id)
 
     async def decide(
         self, run_id: str, call_id: str, *, approved: bool, by: str, reason: str | None

@@ -890,12 +890,11 @@ class Harness:
         from harness.runtime.inbox import post_message
 
         record = await self.store.get_run(run_id)
-        if record is not None and record.engine == "temporal":
-            raise RunError(
-                f"cannot send a message to run {run_id}: inboxes are not delivered to runs on "
-                "Temporal yet"
-            )
-        return await post_message(self.store, run_id, content, sender=sender)
+        temporal = None if record is None else self._on_temporal(record, "send a message to")
+        message_id = await post_message(self.store, run_id, content, sender=sender)
+        if temporal is not None:  # its workflow reads its inbox when told
+            await temporal.mail(run_id)
+        return message_id
 
     async def pending_approvals(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """Tool calls waiting for a decision: of one run, or of every waiting run.

@@ -91,6 +91,7 @@ class WorkflowSink:
         self.usage = usage
         self._usage_changed = False
         self._children_usage: Usage | None = None
+        self._delivered: list[int] = []
         self._sealed: list[Batch] = []
         self._batches = 0
         self.next_seq = last_seq + 1
@@ -124,6 +125,10 @@ class WorkflowSink:
     def report_children_usage(self, total: Usage) -> None:
         """Keep what the run's ended children consumed; written with the next batch."""
         self._children_usage = total
+
+    def deliver(self, message_id: int) -> None:
+        """A message of the run's inbox read into its history: marked with the next batch."""
+        self._delivered.append(message_id)
 
     def record(self, entry: AuditRecord) -> None:
         """Keep one audit record (the sink is the run's `AuditLog`)."""
@@ -160,7 +165,14 @@ class WorkflowSink:
             update = replace(update, children_usage=self._children_usage)
         if update is not None and update.result_data is None and self._detail is not None:
             update = replace(update, result_data=self._detail)
-        if not (self._events or self._messages or self._audit or self._blobs or update):
+        if not (
+            self._events
+            or self._messages
+            or self._audit
+            or self._blobs
+            or update
+            or self._delivered
+        ):
             return
         self._batches += 1
         batch: Batch = {
@@ -172,6 +184,8 @@ class WorkflowSink:
             "blobs": self._blobs,
             "update": None if update is None else update_to_dict(update),
         }
+        if self._delivered:
+            batch["delivered"] = self._delivered
         self.next_seq += len(self._events)
         if update is not None and update.state is not None:
             self.state = RunState(update.state)
@@ -179,6 +193,7 @@ class WorkflowSink:
         self._events, self._messages, self._audit, self._blobs = [], [], [], {}
         self._state, self._detail, self._usage_changed = None, None, False
         self._children_usage = None
+        self._delivered = []
 
     def carried(self) -> list[Batch]:
         """Every batch not known to be written yet, what was kept sealed first."""

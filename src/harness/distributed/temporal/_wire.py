@@ -31,7 +31,10 @@ from harness.gateway.model import (
     ResponseFormat,
 )
 from harness.store.protocol import NewEvent, RunUpdate, StepWrite
+from harness.tools.builtin.messages import send_message_tool, wait_for_message_tool
 from harness.tools.spec import SideEffects, ToolSpec
+
+from ._inbox import inbox_tool
 
 __all__ = [
     "Batch",
@@ -152,7 +155,7 @@ def tool_to_dict(spec: ToolSpec) -> dict[str, Any]:
     as a child workflow.
     """
     agent = tool_agent(spec)
-    out = {
+    out: dict[str, Any] = {
         "name": spec.name,
         "description": spec.description,
         "parameters": spec.parameters,
@@ -165,7 +168,18 @@ def tool_to_dict(spec: ToolSpec) -> dict[str, Any]:
     }
     if agent is not None:
         out["agent"] = agent if isinstance(agent, str) else agent.name
+    elif spec.function in _message_functions():
+        out["inbox"] = True  # send_message, wait_for_message: the workflow's inbox
     return out
+
+
+def _message_functions() -> tuple[Any, ...]:
+    return (send_message_tool().function, wait_for_message_tool().function)
+
+
+def runs_in_workflow(spec: ToolSpec) -> bool:
+    """Whether a tool of `tool_from_dict` runs in the workflow (agent and message tools)."""
+    return spec.function is not _runs_on_the_worker
 
 
 def tool_from_dict(data: Mapping[str, Any]) -> ToolSpec:
@@ -178,6 +192,9 @@ def tool_from_dict(data: Mapping[str, Any]) -> ToolSpec:
     coerce, context_param = None, None
     if agent is not None:
         made = agent_tool(str(agent), name=data["name"])
+        function, coerce, context_param = made.function, made.coerce, made.context_param
+    elif data.get("inbox"):
+        made = inbox_tool(data["name"])
         function, coerce, context_param = made.function, made.coerce, made.context_param
     return ToolSpec(
         name=data["name"],
@@ -258,4 +275,5 @@ def batch_step(run_id: str, batch: Mapping[str, Any]) -> StepWrite:
         update=None if not update else _update_from_dict(update),
         key=str(batch["key"]),
         expect_states=batch.get("expect"),
+        delivered=tuple(batch.get("delivered") or ()),
     )

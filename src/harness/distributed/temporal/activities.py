@@ -16,6 +16,9 @@
   workflow then starts the child's workflow as its own child.
 - `harness.child_ended({run_id, child_run_id})` (a local activity): the ended child's
   answer and usage, and the roll-up of the run's children (`WorkerHost.child_ended`).
+- `harness.inbox({run_id})` (a local activity): the run's messages not delivered yet.
+- `harness.send({run_id, agent, to, content, call_id})` (a local activity): a message
+  kept in run `to`'s inbox, keyed by the call (sent once).
 
 Every write is keyed (`StepWrite.key`), so an activity run again writes nothing twice; a
 batch whose events the store numbers otherwise than the workflow did fails the activity.
@@ -67,6 +70,8 @@ class Activities:
             self.hand_over,
             self.start_child,
             self.child_ended,
+            self.inbox,
+            self.send,
         ]
 
     @activity.defn(name="harness.load_run")
@@ -115,6 +120,24 @@ class Activities:
         """An ended child's answer and usage."""
         return await _store_errors(
             self._host.child_ended(str(data["run_id"]), str(data["child_run_id"]))
+        )
+
+    @activity.defn(name="harness.inbox")
+    async def inbox(self, data: dict[str, Any]) -> list[dict[str, Any]]:
+        """The run's messages not delivered yet."""
+        return await _store_errors(self._host.inbox(str(data["run_id"])))
+
+    @activity.defn(name="harness.send")
+    async def send(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A message kept in another run's inbox, once per call."""
+        return await _store_errors(
+            self._host.send(
+                str(data["run_id"]),
+                str(data["agent"]),
+                str(data["to"]),
+                str(data["content"]),
+                str(data["call_id"]),
+            )
         )
 
     @activity.defn(name="harness.model_call")

@@ -25,7 +25,6 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
-from harness.agent._agent_tool import tool_agent
 from harness.agent.handoff import Seat
 from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
@@ -47,12 +46,14 @@ from harness.tools.toolset import ToolOutcome, Toolset
 from ._children import WorkflowChildren
 from ._handoffs import WorkflowSwitch
 from ._hosts import host_of
+from ._inbox import WorkflowMailbox
 from ._sink import WorkflowSink
 from ._wire import (
     event_to_dict,
     notice_from_dict,
     request_to_dict,
     response_from_dict,
+    runs_in_workflow,
     tool_from_dict,
     update_to_dict,
 )
@@ -241,7 +242,7 @@ class ProxyToolset(Toolset):
     ) -> ToolOutcome:
         """Run the call on a worker; an attempt whose outcome is unknown says so."""
         spec = self.get(call.name)
-        if spec is None or tool_agent(spec) is not None:  # an agent tool runs in the workflow
+        if spec is None or runs_in_workflow(spec):  # agent and message tools run here
             return await super().execute(call, limits=limits, context=context)
         seconds = limits.tool_seconds(spec.timeout) + spec.grace_s
         repeatable = spec.side_effects in ("none", "idempotent")
@@ -296,11 +297,17 @@ class RunWorkflow:
         self._sink: WorkflowSink | None = None
         self._state = RunState.PENDING.value
         self._agent: AgentSpec | None = None
+        self._mail = False
 
     @workflow.signal(name="pause")
     def pause(self) -> None:
         """Pause at the next step boundary."""
         self._paused = True
+
+    @workflow.signal(name="mail")
+    def mail(self) -> None:
+        """The run's inbox holds a message: read it at the next step boundary."""
+        self._mail = True
 
     @workflow.signal(name="resume")
     def resume(self) -> None:
@@ -416,6 +423,7 @@ class RunWorkflow:
         """Run the loop from where `loaded` left off; `None` when it paused."""
         spec = self._agent = host.agent(loaded.key)
         caller.key = loaded.key.to_dict()
+        self._mail = self._mail or loaded.mail
         loop = AgentLoop(
             spec,
             model=ModelProxy(host.model(spec), caller),
@@ -434,6 +442,13 @@ class RunWorkflow:
                     {"run_id": child, "heartbeat_s": caller.heartbeat_s},
                 ),
                 cancelled=lambda: self._cancel is not None,
+            ),
+            mailbox=WorkflowMailbox(
+                loaded.run_id,
+                sink=sink,
+                agent=lambda: str(caller.key["agent"]),
+                mail=lambda: self._mail,
+                seen=self._read_mail,
             ),
         )
         context = loaded.context
@@ -455,6 +470,9 @@ class RunWorkflow:
             self._paused_at = "step boundary"
             await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
             return None
+
+    def _read_mail(self) -> None:
+        self._mail = False
 
     def _switch(
         self, host: WorkerHost, key: AgentKey, caller: _Caller, sink: WorkflowSink

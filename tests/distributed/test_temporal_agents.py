@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Agent, Harness, Message, tool
+from harness import Agent, Harness, Message, ModelRequest, tool
 from harness.core.events import (
     ChildFinished,
     ChildStarted,
@@ -19,6 +19,7 @@ from harness.core.events import (
     MessageReceived,
     MessageSent,
     RunCancelled,
+    RunPaused,
     RunStarted,
     RunWaiting,
     WaitEnded,
@@ -245,3 +246,67 @@ async def test_harness_send_wakes_a_run_waiting_for_a_message(
     assert result.output == "No plan came."  # the scripted reviewer answers runs only
     [ended] = payloads(events, WaitEnded)
     assert ended.waited_s < 30  # woken by the message, not by its 60 s deadline
+
+
+@tool(side_effects="none")
+def look(topic: str) -> str:
+    """Look a topic up."""
+    return f"notes on {topic}"
+
+
+def _slow_researcher(request: ModelRequest) -> Message:
+    if not any(m.role == "tool" for m in request.messages):
+        return reply(None, call("look", {"topic": "x"}))
+    return reply("found it")
+
+
+async def test_a_parent_paused_while_it_waits_pauses_its_child_and_both_resume(
+    tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tree_agents, "FAN_OUT", 1)
+    slow = Agent(
+        name="researcher", model=FunctionModel(_slow_researcher, latency_s=1.5), tools=[look]
+    )
+    async with Harness(temporal(tmp_path, temporal_address, task_queue)) as h:
+        run_id = await h.submit(tree_agents.supervisor(slow), "survey")
+        child_id = child_run_id(run_id, "fan-0")
+        await state_of(h, run_id, RunState.WAITING_TOOL)
+        await h.pause(run_id)
+        await state_of(h, run_id, RunState.PAUSED)
+        await state_of(h, child_id, RunState.PAUSED)  # at its next step boundary
+        [paused] = payloads(await h.store.events(run_id), RunPaused)
+        await h.resume(run_id)
+        result = await h.wait(run_id, timeout=60)
+        child = await h.get(child_id)
+        events = await h.store.events(run_id)
+        child_events = await h.store.events(child_id)
+    assert paused.at == "wait"
+    assert result.output == "found it"
+    assert child.state == RunState.COMPLETED
+    assert [p.existed for p in payloads(events, ChildStarted)] == [False, True]
+    assert [e.type for e in child_events].count("run_resumed") == 1
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+async def test_a_pause_ends_a_wait_for_a_message_and_the_wait_goes_on_after_resume(
+    tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    reviewer, _ = conversation.agents(None)
+    async with Harness(temporal(tmp_path, temporal_address, task_queue)) as h:
+        run_id = await h.submit(reviewer, "Review the plans other agents send you.")
+        await state_of(h, run_id, RunState.WAITING_TOOL)
+        await h.pause(run_id)
+        await state_of(h, run_id, RunState.PAUSED)
+        await h.resume(run_id)
+        async with asyncio.timeout(30):  # waiting again, for the same call
+            while len(payloads(await h.store.events(run_id), RunWaiting)) < 2:
+                await asyncio.sleep(0.05)
+        await h.send(run_id, "hello")
+        result = await h.wait(run_id, timeout=60)
+        events = await h.store.events(run_id)
+        history = await h.store.messages(run_id)
+    [paused] = payloads(events, RunPaused)
+    assert paused.at == "wait"
+    assert result.output == "No plan came."
+    assert len(payloads(events, MessageReceived)) == 1
+    assert sum("[message from user]: hello" in (m.content or "") for m in history) == 1

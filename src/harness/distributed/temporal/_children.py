@@ -30,12 +30,12 @@ from typing import Any, Final
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.workflow import ParentClosePolicy
+from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 from harness.core.codec import usage_from_dict
 from harness.core.events import ChildFinished, ChildStarted, summarize
 from harness.core.states import TERMINAL_STATES
-from harness.errors import ToolError
+from harness.errors import RunInterrupted, ToolError
 from harness.tools.context import ToolContext, ToolResult
 
 from ._sink import WorkflowSink
@@ -63,6 +63,8 @@ class WorkflowChildren:
         sink: The run's sink.
         start: The child's workflow's name and first argument, given its run id.
         cancelled: Whether the run is being cancelled.
+        paused: Whether a wait ends because the run pauses (the child pauses too; the
+            call waits for it again on resume).
     """
 
     def __init__(
@@ -73,9 +75,13 @@ class WorkflowChildren:
         sink: WorkflowSink,
         start: Callable[[str], tuple[str, dict[str, Any]]],
         cancelled: Callable[[], bool],
+        paused: Callable[[], bool],
     ) -> None:
         self._run_id, self._key, self._sink = run_id, key, sink
-        self._start, self._cancelled = start, cancelled
+        self._start, self._cancelled, self._paused = start, cancelled, paused
+        self._handles: dict[str, ChildWorkflowHandle[Any, Any]] = {}
+        """The child workflows this workflow started, by run id (waited for again after a
+        pause of this run)."""
 
     async def run(self, agent: Any, task: str, context: ToolContext) -> ToolResult:
         """Run `agent` on `task` as a child workflow and answer with its result.
@@ -135,15 +141,23 @@ class WorkflowChildren:
         await self._sink.flush()
         if ended:
             return
-        workflow_name, start = self._start(child_id)
-        handle = await workflow.start_child_workflow(
-            workflow_name,
-            start,
-            id=child_id,
-            task_queue=workflow.info().task_queue,
-            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
-        )
+        handle = self._handles.get(child_id)
+        if handle is None:
+            workflow_name, start = self._start(child_id)
+            handle = self._handles[child_id] = await workflow.start_child_workflow(
+                workflow_name,
+                start,
+                id=child_id,
+                task_queue=workflow.info().task_queue,
+                parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+            )
+        elif not handle.done():  # this run was paused while it waited: so was the child
+            await handle.signal("resume")
         try:
+            await workflow.wait_condition(lambda: handle.done() or self._paused())
+            if not handle.done():
+                await handle.signal("pause")
+                raise RunInterrupted(f"run {self._run_id} paused while it waited for {child_id}")
             await asyncio.shield(handle)
         except asyncio.CancelledError:
             if not handle.done():

@@ -22,7 +22,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from harness.core.events import MessageReceived, MessageSent, summarize
-from harness.errors import ToolError
+from harness.errors import RunInterrupted, ToolError
 from harness.tools.builtin.messages import (
     MAX_WAIT_S,
     WAIT_FOR_MESSAGE,
@@ -87,6 +87,7 @@ class WorkflowMailbox:
         agent: The run's agent now (the sender of what it sends).
         mail: Whether a message may have arrived (the `mail` signal sets it).
         seen: Clears that flag before the inbox is read.
+        paused: Whether a wait ends because the run pauses (asked while it waits).
     """
 
     def __init__(
@@ -97,9 +98,10 @@ class WorkflowMailbox:
         agent: Callable[[], str],
         mail: Callable[[], bool],
         seen: Callable[[], None],
+        paused: Callable[[], bool],
     ) -> None:
         self._run_id, self._sink, self._agent = run_id, sink, agent
-        self._mail, self._seen = mail, seen
+        self._mail, self._seen, self._paused = mail, seen, paused
         self._taken: set[int] = set()
         self._deadlines: dict[str, float] = {}
 
@@ -142,7 +144,9 @@ class WorkflowMailbox:
         await self._sink.flush()  # the call and its wait on record first
         while (left := deadline - workflow.now().timestamp()) > 0:
             with contextlib.suppress(TimeoutError):
-                await workflow.wait_condition(self._mail, timeout=left)
+                await workflow.wait_condition(lambda: self._mail() or self._paused(), timeout=left)
+            if self._paused():  # the call runs again on resume, with the same deadline
+                raise RunInterrupted(f"run {self._run_id} paused while a tool call waited")
             if self._mail() and (letters := await self.take(call_id)):
                 return letters
         return []

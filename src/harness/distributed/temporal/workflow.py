@@ -298,6 +298,8 @@ class RunWorkflow:
         self._state = RunState.PENDING.value
         self._agent: AgentSpec | None = None
         self._mail = False
+        self._children: WorkflowChildren | None = None
+        self._mailbox: WorkflowMailbox | None = None
 
     @workflow.signal(name="pause")
     def pause(self) -> None:
@@ -433,23 +435,8 @@ class RunWorkflow:
             audit=sink,
             clock=_WorkflowClock(),
             handoffs=self._switch(host, loaded.key, caller, sink) if spec.handoffs else None,
-            children=WorkflowChildren(
-                loaded.run_id,
-                key=lambda: caller.key,
-                sink=sink,
-                start=lambda child: (
-                    WORKFLOW,
-                    {"run_id": child, "heartbeat_s": caller.heartbeat_s},
-                ),
-                cancelled=lambda: self._cancel is not None,
-            ),
-            mailbox=WorkflowMailbox(
-                loaded.run_id,
-                sink=sink,
-                agent=lambda: str(caller.key["agent"]),
-                mail=lambda: self._mail,
-                seen=self._read_mail,
-            ),
+            children=self._children_of(loaded.run_id, caller, sink),
+            mailbox=self._mailbox_of(loaded.run_id, caller, sink),
         )
         context = loaded.context
         try:
@@ -473,6 +460,44 @@ class RunWorkflow:
 
     def _read_mail(self) -> None:
         self._mail = False
+        self._children: WorkflowChildren | None = None
+        self._mailbox: WorkflowMailbox | None = None
+
+    def _waits(self) -> bool:
+        """Whether a parked call stops waiting: the run pauses there (`at = "wait"`)."""
+        if self._paused and self._cancel is None:
+            self._paused_at = "wait"
+            return True
+        return False
+
+    def _children_of(self, run_id: str, caller: _Caller, sink: WorkflowSink) -> WorkflowChildren:
+        """The run's child runs: one object for the workflow (it keeps their handles)."""
+        if self._children is None:
+            self._children = WorkflowChildren(
+                run_id,
+                key=lambda: caller.key,
+                sink=sink,
+                start=lambda child: (
+                    WORKFLOW,
+                    {"run_id": child, "heartbeat_s": caller.heartbeat_s},
+                ),
+                cancelled=lambda: self._cancel is not None,
+                paused=self._waits,
+            )
+        return self._children
+
+    def _mailbox_of(self, run_id: str, caller: _Caller, sink: WorkflowSink) -> WorkflowMailbox:
+        """The run's inbox: one object for the workflow (it keeps its waits' deadlines)."""
+        if self._mailbox is None:
+            self._mailbox = WorkflowMailbox(
+                run_id,
+                sink=sink,
+                agent=lambda: str(caller.key["agent"]),
+                mail=lambda: self._mail,
+                seen=self._read_mail,
+                paused=self._waits,
+            )
+        return self._mailbox
 
     def _switch(
         self, host: WorkerHost, key: AgentKey, caller: _Caller, sink: WorkflowSink

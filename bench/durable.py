@@ -10,6 +10,11 @@ that has the peers' frameworks and this project installed:
 `--traced` adds bench/peers_adapters/harness_traced.py: the same runs with every span
 exported over OTLP/HTTP (needs `harness[otel]` in that venv) — the cost of tracing.
 `--observed` adds bench/peers_adapters/harness_observed.py: traced, and metrics kept too.
+What their CPU columns count: the peers' worker reads `getrusage(RUSAGE_SELF)` around the
+timed runs, so the harness process (all its threads) only. The export child that encodes and
+sends the spans is another process and is not in them (nor is what it does after the timed
+runs end); `bench/observability_overhead.py` measures both, the child from the first timed
+run until it has exported the last span and exited.
 
 Prints the peers' markdown table, then issue 13's targets beside what this invocation
 measured (bench/_targets.py: the peers' seq and conc results of the harness adapter, and

@@ -250,7 +250,7 @@ async def test_a_pause_asked_before_the_fan_out_pauses_the_parent_as_it_starts_w
         await h.resume(root)
         result = await h.wait(root, timeout=60)
         children = await h.store.list_runs(parent_run_id=root, limit=None)
-    assert [p.at for p in payloads(events, RunPaused)] == ["children"]
+    assert [p.at for p in payloads(events, RunPaused)] == ["wait"]
     assert result.output == " | ".join(f"found survey/topic-{i}" for i in range(10))
     assert len(children) == 10
     assert sorted((tmp_path / "ledger").read_text().splitlines()) == sorted(

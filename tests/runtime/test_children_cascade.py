@@ -7,7 +7,6 @@ and on PostgreSQL.
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from harness.runtime import Settings
 
 sys.path.insert(0, str(Path(__file__).parent / "processes"))
 from tree_agents import FAN_OUT, researcher, supervisor
+from worker_process import stop
 
 WORKER = Path(__file__).parent / "processes" / "tree_worker.py"
 
@@ -36,13 +36,6 @@ def start_worker(home: Path, store: str) -> subprocess.Popen[str]:
     assert worker.stdout is not None
     assert worker.stdout.readline().strip() == "ready"
     return worker
-
-
-def stop(worker: subprocess.Popen[str]) -> None:
-    worker.send_signal(signal.SIGTERM)
-    worker.wait()
-    assert worker.stdout is not None
-    worker.stdout.close()
 
 
 async def children_in(h: Harness, run_id: str, *states: str, count: int = FAN_OUT) -> list[str]:
@@ -103,6 +96,6 @@ async def test_pausing_a_parent_pauses_its_children_and_resuming_resumes_them(
             stop(worker)
     assert result.output == " | ".join(f"found survey/topic-{i}" for i in range(FAN_OUT))
     assert len(children) == FAN_OUT
-    assert [p.at for p in payloads(events, RunPaused)] == ["children"]
+    assert [p.at for p in payloads(events, RunPaused)] == ["wait"]
     ledger = (tmp_path / "ledger").read_text().splitlines()
     assert sorted(ledger) == sorted(f"survey/topic-{i}" for i in range(FAN_OUT))

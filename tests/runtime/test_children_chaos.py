@@ -26,6 +26,7 @@ from harness.runtime.children import child_run_id
 
 sys.path.insert(0, str(Path(__file__).parent / "processes"))
 from tree_agents import FAN_OUT, researcher, supervisor
+from worker_process import stop
 
 ROOTS = 3
 KILLS = 4
@@ -45,13 +46,6 @@ def start_worker(home: Path, ledger: Path, store: str) -> subprocess.Popen[str]:
     assert worker.stdout is not None
     assert worker.stdout.readline().strip() == "ready"
     return worker
-
-
-def stop(worker: subprocess.Popen[str], how: signal.Signals) -> None:
-    worker.send_signal(how)
-    worker.wait()
-    assert worker.stdout is not None
-    worker.stdout.close()
 
 
 def lines(ledger: Path) -> list[str]:

@@ -1,6 +1,7 @@
 """The runtime API over a real SQLite store: submit, wait, events, control, recovery basics."""
 
 import asyncio
+import gc
 import logging
 import time
 from pathlib import Path
@@ -104,6 +105,45 @@ async def test_cancel_during_a_model_call_keeps_what_was_done(tmp_path: Path) ->
     assert cancelled.payload.reason == "changed my mind"
     assert str(cancelled.payload.by).startswith("user:")
     assert [m.role for m in result.messages] == ["system", "user"]
+
+
+async def test_a_waiter_that_gives_up_leaves_the_others_their_result(tmp_path: Path) -> None:
+    gate = asyncio.Event()
+
+    async def model(request: ModelRequest) -> Message:
+        await gate.wait()
+        return Message.assistant("done")
+
+    async with Harness(settings(tmp_path)) as harness:
+        run_id = await harness.submit(Agent(name="slow", model=FunctionModel(model)), "go")
+        patient = asyncio.ensure_future(harness.wait(run_id))
+        with pytest.raises(TimeoutError):
+            await harness.wait(run_id, timeout=0.05)
+        given_up = asyncio.ensure_future(harness.wait(run_id))
+        await asyncio.sleep(0.05)
+        given_up.cancel()
+        gate.set()
+        result = await asyncio.wait_for(patient, timeout=10)
+        again = await harness.wait(run_id, timeout=10)
+    assert given_up.cancelled()
+    assert result.output == again.output == "done"
+
+
+async def test_an_executing_harness_raises_the_young_gc_threshold_left_at_the_default(
+    tmp_path: Path,
+) -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)  # CPython's defaults
+        async with Harness(settings(tmp_path), execute=False):
+            assert gc.get_threshold() == (700, 10, 10)  # executes nothing: left alone
+        async with Harness(settings(tmp_path)):
+            assert gc.get_threshold() == (10_000, 10, 10)
+        gc.set_threshold(500, 5, 5)  # the process's own choice
+        async with Harness(settings(tmp_path)):
+            assert gc.get_threshold() == (500, 5, 5)
+    finally:
+        gc.set_threshold(*before)
 
 
 async def test_pause_at_a_step_boundary_then_resume(tmp_path: Path) -> None:

@@ -43,6 +43,8 @@ class AnswerChecks:
         spec: The agent: its output type, verifier, workspace and sandbox options.
     """
 
+    __slots__ = ("_output", "_spec", "_verifier")
+
     def __init__(self, spec: AgentSpec) -> None:
         self._spec = spec
         self._output = spec.output_spec

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Protocol, TypeVar
 
-from harness.core.events import EventSink, RunWaiting, WaitEnded
+from harness.core.events import RunSink, RunWaiting, WaitEnded
 from harness.errors import RunInterrupted
 
 __all__ = ["RunParking", "WorkerSlot"]
@@ -47,19 +47,18 @@ class WorkerSlot(Protocol):
 class RunParking:
     """Parks the tool calls of one run. See the module docstring.
 
+    Every run has one, most never park: it is slotted, and makes its lock when needed.
+
     Args:
-        sink: Receives `run_waiting` and `wait_ended`.
-        commit: Commits what the run recorded so far (not a pause point).
+        sink: Receives `run_waiting` and `wait_ended`; its `commit` (not a pause point)
+            records the wait.
         slot: The runtime's slot of the run; `None` (no runtime) only reports the wait.
     """
 
-    def __init__(
-        self,
-        sink: EventSink,
-        commit: Callable[[], Awaitable[None]],
-        slot: WorkerSlot | None = None,
-    ) -> None:
-        self._sink, self._commit, self._slot = sink, commit, slot
+    __slots__ = ("_away", "_committing", "_parked", "_sink", "_slot", "step")
+
+    def __init__(self, sink: RunSink, slot: WorkerSlot | None = None) -> None:
+        self._sink, self._slot = sink, slot
         self.step = 0
         """The step whose calls run now (set by the tool call runner)."""
         self._parked = 0
@@ -76,12 +75,12 @@ class RunParking:
         self._parked += 1
         goes_on = False  # a pause or a cancel ends the run's execution: no slot to take back
         try:
-            async with self._lock():  # the call is on record before the slot goes
-                try:
-                    await self._commit()
-                except BaseException:
-                    _close(until)  # never awaited: a pause or a failed write came first
-                    raise
+            try:
+                async with self._lock():  # the call is on record before the slot goes
+                    await self._sink.commit()
+            except BaseException:
+                _close(until)  # never awaited: a cancel or a failed write came first
+                raise
             result = await self._wait(until)
             goes_on = True
         except RunInterrupted:
@@ -103,7 +102,7 @@ class RunParking:
             )
         if self._parked == 0:
             async with self._lock():  # RUNNING again, on record
-                await self._commit()
+                await self._sink.commit()
         return result
 
     def _lock(self) -> asyncio.Lock:

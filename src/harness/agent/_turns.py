@@ -107,6 +107,31 @@ class ActiveRun:
             of each step (as `user` messages that name their sender).
     """
 
+    __slots__ = (
+        "_clock",
+        "_counter",
+        "_failures",
+        "_fell_back_to",
+        "_finish",
+        "_handoffs",
+        "_mailbox",
+        "_messages",
+        "_model",
+        "_model_name",
+        "_native",
+        "_runner",
+        "_sink",
+        "_spec",
+        "_started",
+        "_steps",
+        "_stream",
+        "_toolset",
+        "_usage",
+        "elapsed_before",
+        "run_id",
+        "window",
+    )
+
     def __init__(
         self,
         *,

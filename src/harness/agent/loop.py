@@ -80,6 +80,24 @@ class AgentLoop:
             and the message tools reach it.
     """
 
+    __slots__ = (
+        "_approver",
+        "_audit",
+        "_checks",
+        "_children",
+        "_clock",
+        "_given",
+        "_mailbox",
+        "_model",
+        "_results",
+        "_sink",
+        "_slot",
+        "_spec",
+        "_stream",
+        "_switch",
+        "_toolset",
+    )
+
     def __init__(
         self,
         spec: AgentSpec,
@@ -222,7 +240,7 @@ class AgentLoop:
         return None if policy is None else WindowManager(policy, state=state)
 
     def _active_run(self, run_id: str, messages: list[Message], usage: Usage) -> ActiveRun:
-        parking = RunParking(self._sink, self._sink.commit, self._slot)
+        parking = RunParking(self._sink, self._slot)
         context = ToolContext(
             run_id=run_id,
             workspace=self._spec.workspace,

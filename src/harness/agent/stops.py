@@ -142,6 +142,8 @@ class FailureTracker:
             failure; 2N failures of any kind in a row are one too.
     """
 
+    __slots__ = ("_failures", "_hinted", "limit")
+
     def __init__(self, max_identical: int) -> None:
         self.limit = max(1, max_identical)
         self._failures: list[FailureKind] = []

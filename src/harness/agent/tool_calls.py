@@ -19,6 +19,7 @@ from harness.core.events import (
 )
 from harness.core.messages import ToolCall
 from harness.core.usage import Limits
+from harness.errors import RunInterrupted
 from harness.tools.approvals import (
     ApprovalDecision,
     ApprovalHandler,
@@ -57,6 +58,17 @@ class ToolCallRunner:
         checkpoint: Commits what was recorded so far.
         parking: Parks calls that wait for something outside the run (told each step).
     """
+
+    __slots__ = (
+        "_approver",
+        "_audit",
+        "_checkpoint",
+        "_context",
+        "_parking",
+        "_policy",
+        "_sink",
+        "_toolset",
+    )
 
     def __init__(
         self,
@@ -127,18 +139,26 @@ class ToolCallRunner:
         invalid: Sequence[ToolOutcome | None],
         limits: Limits,
     ) -> list[ToolOutcome]:
-        """Run the calls concurrently (one alone runs in this task: a task costs more)."""
+        """Run the calls concurrently (one alone runs in this task: a task costs more).
+
+        A pause that ends one call's park (`RunInterrupted`) stops the whole step: the
+        other calls are cancelled and awaited before it goes on, so that none of them
+        writes to the run after it paused.
+        """
         if len(calls) == 1:
             bad = invalid[0]
             return [bad if bad else await self._execute(calls[0], verdicts[0], limits)]
-        return list(
-            await asyncio.gather(
-                *(
-                    _settled(bad) if bad else self._execute(call, verdict, limits)
-                    for call, verdict, bad in zip(calls, verdicts, invalid, strict=True)
-                )
-            )
-        )
+        running = [
+            asyncio.ensure_future(_settled(bad) if bad else self._execute(call, verdict, limits))
+            for call, verdict, bad in zip(calls, verdicts, invalid, strict=True)
+        ]
+        try:
+            return list(await asyncio.gather(*running))
+        except RunInterrupted:
+            for call in running:
+                call.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            raise
 
     def repeatable(self, call: ToolCall) -> bool:
         """Whether running `call` twice is harmless (an unknown tool runs nothing at all)."""

@@ -27,5 +27,7 @@ class SystemClock:
     the clock about ten times a run.
     """
 
+    __slots__ = ()
+
     now = staticmethod(time.time)
     monotonic = staticmethod(time.monotonic)

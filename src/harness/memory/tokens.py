@@ -56,6 +56,18 @@ class TokenCounter:
         cache_size: Messages whose estimate is remembered (counted once, not every step).
     """
 
+    __slots__ = (
+        "_cache",
+        "_cache_size",
+        "_max",
+        "_min",
+        "_offset",
+        "_ratio",
+        "_sent",
+        "_tools",
+        "samples",
+    )
+
     def __init__(
         self,
         *,

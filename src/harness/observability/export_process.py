@@ -35,13 +35,17 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from harness.core.codec import pack, unpack
+from harness.observability._otlp import SpanEncoder
 from harness.observability.context import TraceContext
 from harness.observability.live import SpanExport
 from harness.observability.spans import SpanData, SpanRecord
+
+if TYPE_CHECKING:
+    from harness.observability.otel import RequestExport
 
 __all__ = ["ProcessExport", "main"]
 
@@ -51,6 +55,8 @@ _QUEUE: Final = 16_384
 """The child's `OTEL_BSP_MAX_QUEUE_SIZE` unless set: spans waiting for a batch."""
 _EAGER: Final = 64 << 10
 """Buffered bytes written at once, without waiting for the timer (a pipe's capacity)."""
+_READ: Final = 1 << 20
+"""Bytes the child reads from its pipe at once."""
 _BATCH: Final = 512
 """Queued spans packed into a frame at once, without waiting for the timer."""
 _Entry = tuple[str, str, str | None, str, Sequence[SpanRecord]]
@@ -347,25 +353,147 @@ def _runs(data: Any) -> list[tuple[TraceContext, str, Sequence[Sequence[Any]]]]:
 
 def main(argv: Sequence[str] = sys.argv[1:]) -> int:
     """The child: read frames from stdin until it ends, export them, flush, exit."""
-    from harness.observability.otel import batch_sink
+    from harness.observability.otel import batch_sink, request_export
 
     logging.basicConfig(format="harness trace export: %(levelname)s %(message)s")
     # A burst of runs arrives faster than batches of 512 go out; the SDK's default queue
     # (2,048 spans) would drop most of it. The pipe's bound is the back-pressure here.
     os.environ.setdefault("OTEL_BSP_MAX_QUEUE_SIZE", str(_QUEUE))
-    sink = batch_sink(argv[0] if argv else None)
-    stdin = sys.stdin.buffer
+    kind = argv[0] if argv else None
+    direct = request_export(kind)
+    if direct is not None:
+        _encode_and_send(sys.stdin.buffer, direct)
+        return 0
+    sink = batch_sink(kind)
     try:
-        while len(header := stdin.read(_HEADER.size)) == _HEADER.size:
-            (size,) = _HEADER.unpack(header)
-            body = stdin.read(size)
-            if len(body) < size:
-                break
+        for body in _bodies(sys.stdin.buffer):
             for context, run_id, records in _runs(unpack(body)):
                 sink.add_records(context, run_id, records)
     finally:
         sink.shutdown()
     return 0
+
+
+def _bodies(stdin: BinaryIO) -> Iterator[bytes]:
+    """The frames' bodies, until stdin ends (or ends inside a frame).
+
+    What the pipe holds is read at once (up to `_READ` bytes) and cut into frames: one
+    system call for all the frames the harness wrote together, not two a frame.
+    """
+    fd = stdin.fileno()
+    buffer = b""
+    while chunk := os.read(fd, _READ):
+        buffer = buffer + chunk if buffer else chunk
+        start, end = 0, len(buffer)
+        while end - start >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(buffer, start)
+            stop = start + _HEADER.size + size
+            if stop > end:
+                break
+            yield buffer[start + _HEADER.size : stop]
+            start = stop
+        buffer = buffer[start:]
+
+
+def _encode_and_send(stdin: BinaryIO, export: RequestExport) -> None:
+    """OTLP without the SDK's objects: each run's spans encoded as they come, sent in batches."""
+    encoder = SpanEncoder(export.resource, *export.scope)
+    batches = _Batches(encoder, export)
+    try:
+        for body in _bodies(stdin):
+            for trace_id, span_id, parent_span_id, run_id, records in unpack(body):
+                spans = encoder.spans(trace_id, span_id, parent_span_id, run_id, records)
+                batches.add(spans, len(records))
+    finally:
+        batches.close()
+        export.shutdown()
+
+
+class _Batches:
+    """Encoded spans waiting for the sending thread, sent as the `OTEL_BSP_*` variables say.
+
+    A batch goes when it holds `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` spans (512) or
+    `OTEL_BSP_SCHEDULE_DELAY` ms (5,000) after the last one went; past
+    `OTEL_BSP_MAX_QUEUE_SIZE` spans waiting, new ones are dropped (and counted, as the SDK's
+    processor does). `close` sends everything left.
+    """
+
+    def __init__(self, encoder: SpanEncoder, export: RequestExport) -> None:
+        self._encoder = encoder
+        self._export = export
+        self._size = max(1, _env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512))
+        self._delay_s = max(0, _env_int("OTEL_BSP_SCHEDULE_DELAY", 5000)) / 1000
+        self._bound = max(1, _env_int("OTEL_BSP_MAX_QUEUE_SIZE", _QUEUE))
+        self._waiting: deque[tuple[bytes, int]] = deque()
+        self._count = 0
+        self._closing = False
+        self._dropped = 0
+        self._ready = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="otlp-export", daemon=True)
+        self._thread.start()
+
+    def add(self, spans: bytes, count: int) -> None:
+        """Queue a run's encoded spans (`count` of them)."""
+        with self._ready:
+            if self._count + count > self._bound:
+                if not self._dropped:
+                    _log.warning("the export queue is full (%d spans): dropping spans", self._bound)
+                self._dropped += count
+                return
+            self._waiting.append((spans, count))
+            self._count += count
+            if self._count >= self._size:
+                self._ready.notify()
+
+    def close(self) -> None:
+        """Send what is queued, stop the thread."""
+        with self._ready:
+            self._closing = True
+            self._ready.notify()
+        self._thread.join()
+        if self._dropped:
+            _log.warning("%d spans were dropped: the export queue was full", self._dropped)
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                if not self._closing and self._count < self._size:
+                    self._ready.wait(self._delay_s)
+                if self._closing and not self._waiting:
+                    return
+                taken, count = self._take()
+            if taken:
+                self._send(taken, count)
+
+    def _take(self) -> tuple[list[bytes], int]:
+        """Up to a batch's spans from the front of the queue (the lock is held)."""
+        taken: list[bytes] = []
+        count = 0
+        waiting = self._waiting
+        while waiting and count < self._size:
+            spans, n = waiting.popleft()
+            taken.append(spans)
+            count += n
+        self._count -= count
+        return taken, count
+
+    def _send(self, taken: list[bytes], count: int) -> None:
+        try:
+            sent = self._export.send(self._encoder.request(taken), count)
+        except Exception:
+            _log.exception("exporting %d spans failed", count)
+            return
+        if not sent:
+            _log.error("exporting %d spans failed", count)
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    try:
+        return int(text) if text else default
+    except ValueError:
+        _log.warning("%s=%r is not an integer: %d is used", name, text, default)
+        return default
 
 
 if __name__ == "__main__":

@@ -13,16 +13,19 @@ The exporter follows the standard variables: `OTEL_TRACES_EXPORTER` (`otlp`, `co
 exporters read themselves (`OTEL_EXPORTER_OTLP_ENDPOINT`, `…_TRACES_ENDPOINT` …),
 `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES`, and `OTEL_BSP_*` for batching.
 
-`OtelExport` does this in the harness process. For OTLP the harness runs it in a child
+`OtelExport` does this in the harness process. For OTLP the harness exports from a child
 process instead (`harness.observability.export_process`): the SDK's span objects and its
 protobuf encoder cost more than the run they describe, and would hold the GIL the event
-loop needs.
+loop needs. There the spans skip the SDK's objects altogether: `harness.observability._otlp`
+writes the request's protobuf from the spans' records, and `RequestExport` sends it through
+the SDK's own OTLP exporter (endpoint, headers, TLS, compression, timeouts and retries as the
+variables say).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final
 
@@ -44,11 +47,13 @@ from harness.observability.spans import SpanData, SpanRecord
 
 __all__ = [
     "OtelExport",
+    "RequestExport",
     "SpanSink",
     "batch_sink",
     "current_context",
     "exporter_from_env",
     "exporter_name",
+    "request_export",
 ]
 
 _NS: Final = 1_000_000_000
@@ -168,6 +173,94 @@ class SpanSink:
         """Export what is queued and stop the processor."""
         if self.processor is not None:
             self.processor.shutdown()
+
+
+class RequestExport:
+    """Sends OTLP requests already serialized through the SDK's exporter that the variables name.
+
+    Made by `request_export`. `resource` and `scope` are what `SpanSink` puts on its spans.
+    """
+
+    def __init__(self, exporter: SpanExporter, send: Callable[[bytes, int], bool]) -> None:
+        self._exporter = exporter
+        self._send = send
+        named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "harness"}
+        self.resource: Mapping[str, Any] = dict(Resource.create(named).attributes)
+        """The resource's attributes."""
+        self.scope: tuple[str, str] = ("harness", _version())
+        """The instrumentation scope's name and version."""
+
+    def send(self, request: bytes, spans: int) -> bool:
+        """Send one serialized `ExportTraceServiceRequest` of `spans` spans; whether it went."""
+        return self._send(request, spans)
+
+    def shutdown(self) -> None:
+        """Close the exporter's connections."""
+        self._exporter.shutdown()
+
+
+def request_export(kind: str | None = None) -> RequestExport | None:
+    """A `RequestExport` for OTLP (HTTP/protobuf or gRPC); `None` for any other exporter.
+
+    `None` too when the installed exporter does not have the hook this build uses to hand it
+    serialized bytes (then spans go through `batch_sink`, as `ReadableSpan`s).
+
+    Raises:
+        ConfigError: An exporter or protocol this build does not know.
+    """
+    name = exporter_name(kind)
+    if name == "otlp grpc":
+        grpc_exporter = _grpc_bytes_exporter()
+        return RequestExport(grpc_exporter, grpc_exporter.send)
+    if name != "otlp http/protobuf":
+        return None
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+        OTLPSpanExporter as HTTPSpanExporter,
+    )
+
+    exporter = HTTPSpanExporter()
+    post = getattr(getattr(exporter, "_client", None), "export", None)
+    if not callable(post):
+        exporter.shutdown()
+        return None
+
+    def send(request: bytes, spans: int) -> bool:
+        return bool(getattr(post(request), "success", False))
+
+    return RequestExport(exporter, send)
+
+
+class _Serialized:
+    """A request already serialized, passed where the gRPC exporter expects spans."""
+
+    __slots__ = ("request", "spans")
+
+    def __init__(self, request: bytes, spans: int) -> None:
+        self.request = request
+        self.spans = spans
+
+
+def _grpc_bytes_exporter() -> Any:
+    """The SDK's gRPC span exporter, taught to send a `_Serialized` request as it is."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    class Exporter(OTLPSpanExporter):
+        def _translate_data(self, data: Any) -> ExportTraceServiceRequest:
+            if isinstance(data, _Serialized):
+                return ExportTraceServiceRequest.FromString(data.request)
+            return super()._translate_data(data)
+
+        def _count_data(self, data: Any) -> int:
+            return data.spans if isinstance(data, _Serialized) else len(data)
+
+        def send(self, request: bytes, spans: int) -> bool:
+            return self.export(_Serialized(request, spans)) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
+
+    return Exporter()
 
 
 class OtelExport(SpanExport):

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 from harness.core.events import ChildFinished, ChildStarted, summarize
 from harness.core.states import TERMINAL_STATES, RunState
 from harness.core.usage import Usage
-from harness.errors import RunError, StoreConflict, ToolError
+from harness.errors import RunError, RunInterrupted, StoreConflict, ToolError
 from harness.runtime.child_limits import ChildLimits
 from harness.tools import ToolContext, ToolResult
 
@@ -63,6 +63,8 @@ __all__ = [
 
 _LOOK_S: Final = 1.0
 """How often a call that waits for its child looks whether the child is paused."""
+
+_NO_USAGE: Final = Usage()
 
 _MARGIN_S: Final = 1.0
 """How much sooner than the toolset's deadline a call stops waiting, to cancel its child."""
@@ -99,7 +101,22 @@ class ChildRunner:
         sink: The run's sink: `child_*` events and its children's usage commit with its steps.
         handle: The run's handle here: a cancel or a pause of the run reaches its children.
         limits: Depth and count of children.
+
+    Every run executing here has one, most never start a child: it is slotted, and makes
+    its lock at the first call.
     """
+
+    __slots__ = (
+        "_children_total",
+        "_ended",
+        "_handle",
+        "_harness",
+        "_limits",
+        "_lock",
+        "_record",
+        "_sink",
+        "_started",
+    )
 
     def __init__(
         self,
@@ -115,9 +132,10 @@ class ChildRunner:
         """Children this run started so far (read from the store at the first call)."""
         self._ended: dict[str, Usage] | None = None
         """The usage of each ended child (its own and its children's), by child id."""
-        self._children_total = Usage()
+        self._children_total = _NO_USAGE
         """The sum of `_ended`."""
-        self._lock = asyncio.Lock()
+        self._lock: asyncio.Lock | None = None
+        """Parallel calls count and roll up their children one at a time (`_locked`)."""
 
     async def run(self, agent: Any, task: str, context: ToolContext) -> ToolResult:
         """Run `agent` on `task` as a child of this run and answer with its result.
@@ -138,18 +156,14 @@ class ChildRunner:
                 existed=existed,
             )
         )
-        self._handle.waiting_on_children += 1
         try:
-            if self._handle.pause_requested:  # asked before this wait: its children pause too
-                self._handle.pause()  # so the run stops waiting at once (its task is cancelled)
+            # A pause (asked before the wait too) ends the park with `RunInterrupted`.
             ended = await context.park(
                 f"waiting for child run {child_id}", self._ended_child(child_id, context, since)
             )
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, RunInterrupted):
             await asyncio.shield(self._pass_on(child_id))
             raise
-        finally:
-            self._handle.waiting_on_children -= 1
         await self._roll_up(ended)
         self._sink.emit(
             ChildFinished(
@@ -173,7 +187,7 @@ class ChildRunner:
         found = await self._harness.store.get_run(child_id)
         if found is not None:
             return found.agent, True, found.created_at
-        async with self._lock:  # parallel calls count their children one at a time
+        async with self._locked():  # parallel calls count their children one at a time
             await self._check_limits()
             self._started = (self._started or 0) + 1  # held for this call from here on
         link = ChildOf(
@@ -255,7 +269,7 @@ class ChildRunner:
             if self._handle.cancelled_by is not None:
                 reason = f"its parent {self._record.run_id} was cancelled"
                 await self._harness.cancel(child_id, reason=reason, by=self._by)
-            elif self._handle.paused_for_children:
+            elif self._handle.pause_requested:
                 await self._harness.pause(child_id, by=self._by)
 
     async def _roll_up(self, ended: RunRecord) -> None:
@@ -265,7 +279,7 @@ class ChildRunner:
         from the store; then each child adds its own once, by id: a call made again adds
         nothing twice.
         """
-        async with self._lock:
+        async with self._locked():
             if self._ended is None:
                 children = await self._harness.store.list_runs(
                     parent_run_id=self._record.run_id, state=TERMINAL_STATES, limit=None
@@ -276,6 +290,11 @@ class ChildRunner:
                 self._ended[ended.run_id] = ended.total_usage
                 self._children_total += ended.total_usage
         self._sink.report_children_usage(self._children_total)
+
+    def _locked(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
 
     @property
     def _by(self) -> str:

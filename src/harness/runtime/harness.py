@@ -14,7 +14,7 @@ import getpass
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from harness.agent.spec import AgentSpec
 from harness.core.ids import check_task_type, new_id
@@ -25,6 +25,12 @@ from harness.core.usage import Limits, Usage
 from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, StoreError
 from harness.memory import TokenCounter
 from harness.runtime.lifecycle import check_transition
+
+_NO_USAGE: Final = Usage()
+"""The usage of a run just created: one for every run (a `Usage` is frozen)."""
+
+_FOREVER: Final = contextlib.nullcontext()
+"""`Harness.wait`'s context without a timeout: one for every waiter (it keeps no state)."""
 
 if TYPE_CHECKING:
     # What running needs is bound by `_load_runtime` at the first `Harness()`, so that
@@ -709,12 +715,16 @@ class Harness:
         Raises:
             TimeoutError: It did not end within `timeout` seconds.
         """
-        async with asyncio.timeout(timeout):
-            local = self._executor.result_of(run_id) if self._executor else None
-            # Shielded: a waiter that gives up (its timeout, its cancel) must not cancel
-            # the result every other waiter of the run awaits too.
-            if local is not None and (result := await asyncio.shield(local)) is not None:
-                return result
+        async with asyncio.timeout(timeout) if timeout is not None else _FOREVER:
+            # A future of this waiter's own: giving up (a timeout, a cancel) cancels it alone.
+            executor = self._executor
+            if executor is not None and (local := executor.result_of(run_id)) is not None:
+                try:
+                    result = await local
+                finally:
+                    executor.forget(run_id, local)
+                if result is not None:
+                    return result
             # Watched before the state is read: an end published in between is not missed.
             finished = self._finished.setdefault(run_id, asyncio.Event())
             try:
@@ -1172,7 +1182,7 @@ def _new_record(created: list[RunEvent], run: NewRun) -> RunRecord:
         updated_at=now,
         started_at=now,
         finished_at=None,
-        usage=Usage(),
+        usage=_NO_USAGE,
         result=None,
         termination=None,
         error=None,

@@ -66,14 +66,19 @@ class RunMailbox:
         run_id: The run.
         agent: The run's agent, named as the sender of what the run sends.
         handle: The run's handle: its `mail` flag says when a message may have arrived.
+
+    Every run executing here has one, most never get mail: it is slotted, and makes its
+    set of messages read at the first read.
     """
+
+    __slots__ = ("_agent", "_handle", "_run_id", "_sink", "_store", "_taken")
 
     def __init__(
         self, store: EventStore, sink: StoreSink, run_id: str, *, agent: str, handle: RunHandle
     ) -> None:
         self._store, self._sink, self._run_id, self._agent = store, sink, run_id, agent
         self._handle = handle
-        self._taken: set[int] = set()
+        self._taken: set[int] | None = None
         """Messages read by this execution: delivered with the next commit, never read twice."""
 
     @property
@@ -87,9 +92,12 @@ class RunMailbox:
         handle.mail = False  # one that arrives during the read sets it again
         if handle.mail_arrived is not None:
             handle.mail_arrived.clear()
-        unread = [m for m in await self._store.inbox(self._run_id) if m.id not in self._taken]
+        if self._taken is None:
+            self._taken = set()
+        taken = self._taken
+        unread = [m for m in await self._store.inbox(self._run_id) if m.id not in taken]
         for message in unread:
-            self._taken.add(message.id)
+            taken.add(message.id)
             self._sink.deliver(message.id)
             self._sink.emit(_received(message, call_id))
         return [_letter(m) for m in unread]

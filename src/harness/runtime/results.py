@@ -24,6 +24,8 @@ class StoredResults:
         sink: The run's sink; saved texts join its next commit.
     """
 
+    __slots__ = ("_sink", "_store")
+
     def __init__(self, store: EventStore, sink: StoreSink) -> None:
         self._store, self._sink = store, sink
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,11 +40,8 @@ class RunHandle:
     while a parked tool call waited (`wait`)."""
     cancel_reason: str | None = None
     cancelled_by: str | None = None
-    approvals: dict[str, asyncio.Future[ApprovalDecision]] = field(default_factory=lambda: {})
-    waiting_on_children: int = 0
-    """Calls of agent tools of the run that wait for their child runs now."""
-    paused_for_children: bool = False
-    """A pause stopped the run while it waited for children (its task was cancelled)."""
+    approvals: dict[str, asyncio.Future[ApprovalDecision]] | None = None
+    """Decisions awaited or delivered early, by call id; made by the first."""
     holds: set[asyncio.Future[None]] | None = None
     """Parked calls' waits (`hold`), each ended early by a pause; made by the first."""
     mail: bool = False
@@ -89,10 +86,7 @@ class RunHandle:
             RunInterrupted: A pause was asked for (before or during the wait): the run
                 pauses here, and the call, which never started, is asked again on resume.
         """
-        future = self.approvals.get(request.call_id)
-        if future is None:
-            future = asyncio.get_running_loop().create_future()
-            self.approvals[request.call_id] = future
+        future = self._decision(request.call_id)
         try:
             if self.pause_requested and not future.done():
                 future.set_exception(_paused_while_waiting(self.run_id))
@@ -101,35 +95,41 @@ class RunHandle:
             self.paused_at = "approval"
             raise
         finally:
-            self.approvals.pop(request.call_id, None)
+            if self.approvals is not None:
+                self.approvals.pop(request.call_id, None)
 
     def pause(self) -> None:
         """Ask the run to pause: at its next step boundary, or at once while it waits.
 
-        A wait for approval or for child runs ends at once; the call runs again on resume.
+        A wait for approval or a parked call (a wait for child runs, for a message) ends
+        at once; the call runs again on resume.
         """
         self.pause_requested = True
-        for future in self.approvals.values():
+        for future in (self.approvals or {}).values():
             if not future.done():
                 future.set_exception(_paused_while_waiting(self.run_id))
-        if self.waiting_on_children and self.task is not None and not self.paused_for_children:
-            # Children may be paused too: the run would wait for them forever. It stops
-            # waiting and pauses; on resume its agent-tool calls run again and find them.
-            self.paused_for_children = True
-            self.paused_at = "children"
-            self.task.cancel()
         for held in self.holds or ():
             if not held.done():
                 held.set_result(None)
 
     def decide(self, call_id: str, decision: ApprovalDecision) -> None:
         """Deliver a decision; one that arrives before the request waits for it."""
-        future = self.approvals.get(call_id)
-        if future is None:
-            future = asyncio.get_running_loop().create_future()
-            self.approvals[call_id] = future
+        future = self._decision(call_id)
         if not future.done():
             future.set_result(decision)
+
+    def pausing(self) -> bool:
+        """Whether a pause was asked for (the sink asks at each checkpoint)."""
+        return self.pause_requested
+
+    def _decision(self, call_id: str) -> asyncio.Future[ApprovalDecision]:
+        if self.approvals is None:
+            self.approvals = {}
+        approvals = self.approvals
+        future = approvals.get(call_id)
+        if future is None:
+            future = approvals[call_id] = asyncio.get_running_loop().create_future()
+        return future
 
 
 def _paused_while_waiting(run_id: str) -> RunInterrupted:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
@@ -77,6 +78,27 @@ class StoreSink:
             see a step start before its model call returns.
     """
 
+    __slots__ = (
+        "_audit",
+        "_blobs",
+        "_bus",
+        "_children_changed",
+        "_delivered",
+        "_detail",
+        "_events",
+        "_messages",
+        "_owner",
+        "_pause_requested",
+        "_state",
+        "_store",
+        "_unsaved_reply",
+        "_usage_changed",
+        "_watched",
+        "children_usage",
+        "run_id",
+        "usage",
+    )
+
     def __init__(
         self,
         store: EventStore,
@@ -93,8 +115,10 @@ class StoreSink:
         self._events: list[NewEvent] = []
         self._messages: list[Message] = []
         self._audit: list[AuditRecord] = []
-        self._blobs: dict[str, str] = {}
-        self._delivered: list[int] = []
+        self._blobs: dict[str, str] | None = None
+        """Full texts of cut tool results for the next commit; made by the first."""
+        self._delivered: list[int] | None = None
+        """Inbox messages delivered with the next commit; made by the first."""
         self._state: str | None = None
         self._detail: Mapping[str, Any] | None = None
         """What the run waits for, for its row's `result_data` (`{}` once it waits no more)."""
@@ -139,11 +163,13 @@ class StoreSink:
 
     def blob(self, key: str, text: str) -> None:
         """Keep one large text (a full tool result) for the next commit."""
+        if self._blobs is None:
+            self._blobs = {}
         self._blobs[key] = text
 
     def pending_blob(self, key: str) -> str | None:
         """A text kept by `blob` that has not been committed yet, or `None`."""
-        return self._blobs.get(key)
+        return None if self._blobs is None else self._blobs.get(key)
 
     def message(self, message: Message) -> None:
         """Keep one message for the next commit."""
@@ -151,6 +177,8 @@ class StoreSink:
 
     def deliver(self, message_id: int) -> None:
         """Mark a message of the run's inbox delivered with the next commit (read once)."""
+        if self._delivered is None:
+            self._delivered = []
         self._delivered.append(message_id)
 
     async def commit(self) -> None:
@@ -180,6 +208,23 @@ class StoreSink:
         )
         await self.flush(update)
 
+    def _forget(
+        self,
+        events: tuple[NewEvent, ...],
+        messages: tuple[Message, ...],
+        audit: tuple[AuditRecord, ...],
+        blobs: Mapping[str, str],
+        delivered: tuple[int, ...],
+    ) -> None:
+        """Drop what a write took from the buffers (what came after it stays)."""
+        del self._events[: len(events)], self._messages[: len(messages)], self._audit[: len(audit)]
+        if self._delivered:
+            del self._delivered[: len(delivered)]
+        if self._blobs:
+            for key in blobs:
+                if self._blobs.get(key) is blobs[key]:
+                    del self._blobs[key]
+
     async def flush(self, update: RunUpdate | None = None) -> None:
         """Commit everything kept so far, with `update` to the run's row."""
         kept = self._events or self._messages or self._audit or self._blobs or self._delivered
@@ -193,25 +238,30 @@ class StoreSink:
             update = dataclasses.replace(update, result_data=self._detail)
         # Tuples: the store keeps its own copy of a step, and a tuple's copy is itself.
         events, messages, audit = tuple(self._events), tuple(self._messages), tuple(self._audit)
-        blobs, delivered = dict(self._blobs), tuple(self._delivered)
-        written = await self._store.append(
-            StepWrite(
-                run_id=self.run_id,
-                events=events,
-                messages=messages,
-                audit=[_audit_row(entry) for entry in audit],
-                blobs=blobs,
-                update=update,
-                owner=self._owner,
-                delivered=delivered,
+        blobs = dict(self._blobs) if self._blobs else {}
+        delivered = tuple(self._delivered) if self._delivered else ()
+        try:
+            written = await self._store.append(
+                StepWrite(
+                    run_id=self.run_id,
+                    events=events,
+                    messages=messages,
+                    audit=[_audit_row(entry) for entry in audit],
+                    blobs=blobs,
+                    update=update,
+                    owner=self._owner,
+                    delivered=delivered,
+                )
             )
-        )
+        except asyncio.CancelledError:
+            # The store's batches refuse a cancel: one that reached this task while its
+            # write was in flight arrives once that write is done. What it held is the
+            # store's now, and the run's last flush (its cancellation) must not write it
+            # again.
+            self._forget(events, messages, audit, blobs, delivered)
+            raise
         # Cleared only once committed: a failed write keeps the step for the next try.
-        del self._events[: len(events)], self._messages[: len(messages)], self._audit[: len(audit)]
-        del self._delivered[: len(delivered)]
-        for key in blobs:
-            if self._blobs.get(key) is blobs[key]:
-                del self._blobs[key]
+        self._forget(events, messages, audit, blobs, delivered)
         self._state = None
         self._detail = None
         self._usage_changed = False

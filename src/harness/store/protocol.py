@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from harness.core.events import EventPayload, EventType, RunEvent
 from harness.core.messages import Message
@@ -48,6 +48,10 @@ message)."""
 Channel = Literal["controls", "events"]
 """News a store announces to other processes: `controls` (a control was sent to a run's
 owner) and `events` (a run's events grew). See `EventStore.wait_for_notice`."""
+
+
+_NO_USAGE: Final = Usage()
+"""One zero usage for every record without children (a `Usage` is frozen)."""
 
 
 def _no_payload() -> Mapping[str, Any]:
@@ -161,12 +165,12 @@ class RunRecord:
     """The top of its tree, when it is a child run (`None`: it is its own root)."""
     depth: int = 0
     """How many parents are above it (0: no child run)."""
-    children_usage: Usage = field(default_factory=Usage)
+    children_usage: Usage = _NO_USAGE
+    """What its child runs (and theirs, all the way down) consumed, as their results came
+    back to it; `usage` is its own only. Each token is in exactly one run's `usage`."""
     engine: str = "embedded"
     """What executes it: `embedded`, or `temporal` (a workflow; embedded processes never
     claim, adopt or take it over)."""
-    """What its child runs (and theirs, all the way down) consumed, as their results came
-    back to it; `usage` is its own only. Each token is in exactly one run's `usage`."""
 
     @property
     def root(self) -> str:

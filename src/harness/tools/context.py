@@ -144,7 +144,7 @@ class Mailbox(Protocol):
         ...
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ToolContext:
     """Handed to a tool function that declares a parameter of this type.
 

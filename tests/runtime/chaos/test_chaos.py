@@ -26,7 +26,9 @@ from harness.core.events import (
 from harness.runtime import Settings
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "processes"))
 from chaos_agent import chaos_agent
+from worker_process import stop
 
 SIZES = {"sqlite": (200, 4), "postgres": (120, 4)}
 """Runs and kills per store."""
@@ -43,13 +45,6 @@ def start_worker(home: Path, log: Path, store: str) -> subprocess.Popen[str]:
     assert worker.stdout is not None
     assert worker.stdout.readline().strip() == "ready"
     return worker
-
-
-def stop(worker: subprocess.Popen[str], how: signal.Signals) -> None:
-    worker.send_signal(how)
-    worker.wait()
-    assert worker.stdout is not None
-    worker.stdout.close()
 
 
 async def test_killed_workers_lose_nothing_and_repeat_no_mutation(

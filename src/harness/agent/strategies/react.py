@@ -13,6 +13,8 @@ class ReAct:
     Each step the model sees everything so far. Stop conditions and hints are the loop's.
     """
 
+    __slots__ = ()
+
     async def run(self, run: RunControl) -> Outcome:
         """Take steps until an accepted answer or a stop."""
         while True:

@@ -1,0 +1,157 @@
+"""Recorded workflow histories of `harness.run`: how they are recorded, and replayed.
+
+The replay test (test_replay.py) replays every history in tests/fixtures/temporal/ with
+Temporal's `Replayer` against the current workflow code: a change of that code that would
+break the runs in flight when it is deployed (other activities, in another order, another
+timer, a signal handled otherwise) fails it with a `NondeterminismError`.
+
+Record new histories with
+
+    .venv/bin/python tests/distributed/histories.py [--address HOST:PORT] [--tag TAG]
+
+which starts a Temporal dev server of its own (unless --address names one), runs each
+scenario below with a worker in this process, and writes SCENARIO-TAG.json (TAG: today's
+date) next to the others. Keep the old files: they are the runs in flight of past
+versions. A change of the workflow that is meant to change what runs do goes behind
+`workflow.patched(...)` so that the old histories still replay; then record new ones.
+"""
+
+import argparse
+import asyncio
+import datetime
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from temporal_support import free_port
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer
+
+from harness import Harness
+from harness.core import RunEvent
+from harness.core.states import RunState
+from harness.distributed.temporal.client import connect
+from harness.distributed.temporal.devserver import DevServer, DevServerConfig
+from harness.distributed.temporal.worker import hosted
+from harness.distributed.temporal.workflow import RunWorkflow
+from harness.runtime import Settings
+from harness.runtime._temporal import TemporalHost
+from harness.runtime.runtime_settings import RuntimeSettings
+
+sys.path.insert(0, str(Path(__file__).parent / "processes"))
+from history_agent import NAME, recorded_agent
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "temporal"
+
+
+async def replay(history: Path, home: Path) -> None:
+    """Replay one recorded history against the current workflow code.
+
+    Raises:
+        NondeterminismError: The code no longer does what the history recorded.
+    """
+    recorded = WorkflowHistory.from_json(history.stem, history.read_text(encoding="utf-8"))
+    async with Harness(Settings(home=home), agents=(recorded_agent(),), execute=False) as h:
+        host = TemporalHost(h.store, h._agents, h._resources, h.bus)
+        with hosted(None, host):  # the Replayer's workflows find the agent here
+            await Replayer(workflows=[RunWorkflow]).replay_workflow(recorded)
+
+
+# -- recording -------------------------------------------------------------------------------
+
+
+async def _until(h: Harness, run_id: str, done: Callable[[list[RunEvent]], bool]) -> None:
+    async with asyncio.timeout(60):
+        while not done(list(await h.store.events(run_id))):
+            await asyncio.sleep(0.05)
+
+
+def _has(kind: str, count: int = 1) -> Callable[[list[RunEvent]], bool]:
+    return lambda events: sum(e.type == kind for e in events) >= count
+
+
+async def _state(h: Harness, run_id: str, state: RunState) -> None:
+    async with asyncio.timeout(60):
+        while (await h.get(run_id)).state != state:
+            await asyncio.sleep(0.05)
+
+
+async def approve_pause_resume(h: Harness, gate: asyncio.Event) -> str:
+    """Tools, a pause at a step boundary, a pause while a call waits for approval, approval."""
+    run_id = await h.submit(NAME, "tides")
+    await _until(h, run_id, _has("model_called"))  # the first model turn is held at the gate
+    await h.pause(run_id)
+    gate.set()
+    await _state(h, run_id, RunState.PAUSED)  # after the lookup, at the step's end
+    await h.resume(run_id)
+    await _state(h, run_id, RunState.WAITING_TOOL)  # publish asks for approval
+    await h.pause(run_id)
+    await _state(h, run_id, RunState.PAUSED)
+    await h.resume(run_id)
+    await _until(h, run_id, _has("approval_requested", 2))  # asked again
+    await _state(h, run_id, RunState.WAITING_TOOL)
+    (asked,) = await h.pending_approvals(run_id)
+    await h.approve(run_id, asked["call_id"], by="user:recorder")
+    result = await h.wait(run_id, timeout=60)
+    assert result.output == "published about tides", result
+    return run_id
+
+
+async def cancel_in_flight(h: Harness, gate: asyncio.Event) -> str:
+    """A cancel while a tool call runs: the call is stopped, the run ends cancelled."""
+    gate.set()
+    run_id = await h.submit(NAME, "wait")
+    await _until(h, run_id, _has("tool_started"))
+    await h.cancel(run_id, reason="recorded cancel", by="user:recorder")
+    result = await h.wait(run_id, timeout=60)
+    assert result.termination == "cancelled", result
+    return run_id
+
+
+SCENARIOS = {"approve-pause-resume": approve_pause_resume, "cancel-in-flight": cancel_in_flight}
+
+
+async def record(address: str, tag: str, home: Path) -> list[Path]:
+    """Run every scenario on the server at `address`; write and replay their histories."""
+    client: Client = await connect(address)
+    written: list[Path] = []
+    for name, scenario in SCENARIOS.items():
+        gate = asyncio.Event()
+        queue = f"record-{uuid.uuid4().hex[:8]}"
+        runtime = RuntimeSettings(backend="temporal", temporal_address=address, task_queue=queue)
+        settings = Settings(home=home / name, runtime=runtime)
+        async with Harness(settings, agents=(recorded_agent(gate),)) as h:
+            run_id = await scenario(h, gate)
+            handle = client.get_workflow_handle(run_id)
+            await handle.result()  # the workflow's end, after the run's end in the store
+        history = await handle.fetch_history()
+        path = FIXTURES / f"{name}-{tag}.json"
+        path.write_text(history.to_json() + "\n", encoding="utf-8")
+        await replay(path, home / f"{name}-replay")
+        written.append(path)
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--address", help="a running Temporal server (default: start one)")
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
+    parser.add_argument("--tag", default=today, help="the files' suffix (default: today)")
+    args = parser.parse_args()
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="harness-histories-") as directory:
+        home = Path(directory)
+        if args.address:
+            written = asyncio.run(record(args.address, args.tag, home))
+        else:
+            config = DevServerConfig(db_filename=home / "temporal.db", port=free_port())
+            with DevServer(config) as server:
+                written = asyncio.run(record(server.address, args.tag, home))
+    for path in written:
+        print(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
+
+
+if __name__ == "__main__":
+    main()

@@ -152,11 +152,13 @@ class WorkflowChildren:
                 parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
             )
         elif not handle.done():  # this run was paused while it waited: so was the child
-            await handle.signal("resume")
+            with contextlib.suppress(Exception):  # it ended meanwhile: nothing to resume
+                await handle.signal("resume")
         try:
             await workflow.wait_condition(lambda: handle.done() or self._paused())
             if not handle.done():
-                await handle.signal("pause")
+                with contextlib.suppress(Exception):  # it ended meanwhile: it is awaited again
+                    await handle.signal("pause")
                 raise RunInterrupted(f"run {self._run_id} paused while it waited for {child_id}")
             await asyncio.shield(handle)
         except asyncio.CancelledError:

@@ -8,7 +8,9 @@ takeover, it finds the child it started instead of starting another.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
+from weakref import WeakKeyDictionary
 
 from harness.errors import ToolError
 from harness.tools import ToolContext, ToolResult, ToolSpec
@@ -16,13 +18,16 @@ from harness.tools import ToolContext, ToolResult, ToolSpec
 if TYPE_CHECKING:
     from harness.agent.spec import AgentSpec
 
-__all__ = ["AGENT_TOOL_PREFIX", "AGENT_TOOL_TIMEOUT_S", "agent_tool"]
+__all__ = ["AGENT_TOOL_PREFIX", "AGENT_TOOL_TIMEOUT_S", "agent_tool", "tool_agent"]
 
 AGENT_TOOL_PREFIX: Final = "agent:"
 """How `harness.toml` names an agent used as a tool: `tools = ["agent:researcher"]`."""
 
 AGENT_TOOL_TIMEOUT_S: Final = 3600.0
 """How long a call waits for its child run by default (`Limits.tool_timeout` may cut it)."""
+
+_TARGETS: WeakKeyDictionary[Callable[..., Any], AgentSpec | str] = WeakKeyDictionary()
+"""The agent each agent tool's function runs (`tool_agent`)."""
 
 _PARAMETERS: Final[dict[str, Any]] = {
     "type": "object",
@@ -70,6 +75,7 @@ def agent_tool(
             )
         return await context.children.run(agent, task, context)
 
+    _TARGETS[run_agent] = agent
     return ToolSpec(
         name=tool_name,
         description=description
@@ -88,3 +94,8 @@ def agent_tool(
 
 def _task(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"task": arguments["task"]}
+
+
+def tool_agent(spec: ToolSpec) -> AgentSpec | str | None:
+    """The agent `spec` runs as a child run, when it is an agent tool (else `None`)."""
+    return _TARGETS.get(spec.function)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harness.agent.handoff import HandoffTools
 from harness.agent.spec import AgentSpec
 from harness.core.events import RunEvent
 from harness.core.results import RunResult
@@ -18,7 +19,7 @@ from harness.gateway.model import Model
 from harness.store.protocol import EventStore
 from harness.tools.toolset import Toolset
 
-__all__ = ["AgentKey", "LoadedRun", "WorkerHost"]
+__all__ = ["AgentKey", "HandoverTarget", "LoadedRun", "WorkerHost"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,6 +85,8 @@ class LoadedRun:
     """Its last event's seq: the workflow numbers its events from here."""
     tools: tuple[Mapping[str, Any], ...]
     """Its agent's tools, described (name, description, parameters, side_effects, ...)."""
+    mail: bool = False
+    """Whether its inbox held messages not delivered yet when it was loaded."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON, for the activity's result."""
@@ -99,6 +102,7 @@ class LoadedRun:
             "decisions": {k: dict(v) for k, v in self.decisions.items()},
             "last_seq": self.last_seq,
             "tools": list(self.tools),
+            "mail": self.mail,
         }
 
     @classmethod
@@ -116,7 +120,23 @@ class LoadedRun:
             decisions=dict(data["decisions"]),
             last_seq=int(data["last_seq"]),
             tools=tuple(data["tools"]),
+            mail=bool(data.get("mail")),
         )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoverTarget:
+    """The agent a run is about to be handed over to, as a worker built it."""
+
+    key: AgentKey
+    """The run's agent once handed over: its row's agent, metadata (the handoff counted,
+    the caller's overrides dropped) and labels."""
+    model: str
+    """The name of its model, for the run's row."""
+    count: int
+    """Handoffs the run made before this one."""
+    toolset: Toolset
+    """Its tools (without its handoff tools)."""
 
 
 class WorkerHost(Protocol):
@@ -149,4 +169,50 @@ class WorkerHost(Protocol):
 
     def publish(self, events: Sequence[RunEvent]) -> None:
         """Hand events just written to this process's subscribers (metrics, traces, live)."""
+        ...
+
+    def handoff_tools(self, agent: AgentSpec) -> HandoffTools | None:
+        """The tools that hand over from `agent`; `None` without `handoffs` (no I/O)."""
+        ...
+
+    async def hand_over(self, key: AgentKey, target: str) -> HandoverTarget:
+        """Build the agent `target` for a run whose agent is `key`'s; nothing is written.
+
+        Raises:
+            HandoffRefused: The run is at its `max_handoffs`, or the target is unknown
+                or cannot be built here (the text is the tool message the model reads).
+        """
+        ...
+
+    async def start_child(
+        self, run_id: str, key: AgentKey, agent: str, task: str, call_id: str
+    ) -> dict[str, Any]:
+        """Create the row of the child run of call `call_id` of `run_id`, unless it exists.
+
+        Returns `{child_run_id, agent, existed, depth, state}`, or `{error, hint}` when a
+        limit on children refuses it. The child's workflow is started by the parent's.
+        """
+        ...
+
+    async def child_ended(self, run_id: str, child_id: str) -> dict[str, Any]:
+        """An ended child of `run_id`: what its call answers, and the roll-up.
+
+        Returns its answer (`{text, metadata}`, or `{error, hint}`), `state`,
+        `termination`, `usage` (its own and its children's), and `children_usage`: what
+        all of `run_id`'s ended children consumed.
+        """
+        ...
+
+    async def inbox(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's messages not delivered yet: `{id, sender, sender_run, content}`."""
+        ...
+
+    async def send(
+        self, run_id: str, agent: str, to: str, content: str, call_id: str
+    ) -> dict[str, Any]:
+        """Keep a message of call `call_id` of `run_id` in run `to`'s inbox, once per call.
+
+        Returns `{message_id, engine}` (the engine of `to`, whose workflow the caller
+        tells), or `{error, hint}` when it cannot be sent.
+        """
         ...

@@ -24,7 +24,7 @@ from harness.runtime.resources import AgentResources
 from harness.runtime.runs import agent_metadata
 from harness.runtime.sink import StoreSink
 
-__all__ = ["RunHandoffs", "handoff_count"]
+__all__ = ["RunHandoffs", "handed_metadata", "handoff_count", "model_name", "prepare_seat"]
 
 
 def handoff_count(metadata: Mapping[str, Any]) -> int:
@@ -65,40 +65,63 @@ class RunHandoffs:
 
     async def prepare(self, source: AgentSpec, target: str) -> Seat:
         """The target with its model and tools; see `AgentSwitch.prepare`."""
-        limit = source.limits.max_handoffs
-        if self._count >= limit:
-            raise HandoffRefused(
-                f"The handoff to {target} was refused: this run was already handed over "
-                f"{self._count} times, its limit (max_handoffs={limit}). Go on with the "
-                "task yourself, or answer with what you found and what is left to do."
-            )
-        try:
-            agent = self._agents.get(target)
-            if agent is None:
-                raise HandoffRefused(
-                    f"The handoff to {target} was refused: no agent named {target!r} is "
-                    "known where this run executes. Go on with the task yourself, or hand "
-                    "over to another agent you may transfer to."
-                )
-            return Seat(
-                spec=agent,
-                model=self._resources.model(agent),
-                toolset=await self._resources.toolset(agent),
-            )
-        except ConfigError as exc:
-            raise HandoffRefused(
-                f"The handoff to {target} was refused: that agent cannot be started here "
-                f"({exc}). Go on with the task yourself."
-            ) from exc
+        return await prepare_seat(self._agents, self._resources, source, target, self._count)
 
     async def commit(self, seat: Seat) -> None:
         """Commit the step with the run's row naming `seat`'s agent; see `AgentSwitch`."""
         agent = seat.spec
-        metadata = {k: v for k, v in self._metadata.items() if k not in ("agent", "overrides")}
-        portable = agent_metadata(agent)
-        if portable is not None:
-            metadata["agent"] = portable
-        metadata[HANDOFFS_KEY] = self._count + 1
-        model = agent.model if isinstance(agent.model, str) else agent.model.name
-        await self._sink.hand_over(agent=agent.name, model=model, metadata=metadata)
+        metadata = handed_metadata(self._metadata, agent, self._count)
+        await self._sink.hand_over(agent=agent.name, model=model_name(agent), metadata=metadata)
         self._metadata, self._count = metadata, self._count + 1
+
+
+async def prepare_seat(
+    agents: AgentCatalog, resources: AgentResources, source: AgentSpec, target: str, count: int
+) -> Seat:
+    """The agent `target` with its model and tools, for a run handed over `count` times.
+
+    Raises:
+        HandoffRefused: `source`'s `max_handoffs` is reached, or the target is unknown or
+            cannot be built here (the text is what the model reads).
+    """
+    limit = source.limits.max_handoffs
+    if count >= limit:
+        raise HandoffRefused(
+            f"The handoff to {target} was refused: this run was already handed over "
+            f"{count} times, its limit (max_handoffs={limit}). Go on with the "
+            "task yourself, or answer with what you found and what is left to do."
+        )
+    try:
+        agent = agents.get(target)
+        if agent is None:
+            raise HandoffRefused(
+                f"The handoff to {target} was refused: no agent named {target!r} is "
+                "known where this run executes. Go on with the task yourself, or hand "
+                "over to another agent you may transfer to."
+            )
+        return Seat(
+            spec=agent, model=resources.model(agent), toolset=await resources.toolset(agent)
+        )
+    except ConfigError as exc:
+        raise HandoffRefused(
+            f"The handoff to {target} was refused: that agent cannot be started here "
+            f"({exc}). Go on with the task yourself."
+        ) from exc
+
+
+def handed_metadata(metadata: Mapping[str, Any], agent: AgentSpec, count: int) -> dict[str, Any]:
+    """A run's metadata once handed over to `agent` (its `count`-th handoff before this one).
+
+    The caller's `overrides` go, the target's portable definition comes, the count grows.
+    """
+    handed = {k: v for k, v in metadata.items() if k not in ("agent", "overrides")}
+    portable = agent_metadata(agent)
+    if portable is not None:
+        handed["agent"] = portable
+    handed[HANDOFFS_KEY] = count + 1
+    return handed
+
+
+def model_name(agent: AgentSpec) -> str:
+    """The name of `agent`'s model, as a run's row keeps it."""
+    return agent.model if isinstance(agent.model, str) else agent.model.name

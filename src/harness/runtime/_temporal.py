@@ -21,30 +21,38 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harness.agent._agent_tool import tool_agent
+from harness.agent.handoff import HandoffTools
 from harness.agent.spec import AgentSpec
 from harness.core.codec import message_to_dict, usage_to_dict
 from harness.core.events import RunEvent
 from harness.core.results import RunResult
-from harness.core.states import TEMPORAL_OWNER, RunState
+from harness.core.states import TEMPORAL_OWNER, TERMINAL_STATES, RunState
 from harness.core.usage import Usage
-from harness.distributed.host import AgentKey, LoadedRun
-from harness.errors import ConfigError, RunError
+from harness.distributed.host import AgentKey, HandoverTarget, LoadedRun
+from harness.errors import ConfigError, RunError, StoreConflict, ToolError
 from harness.gateway.model import Model
 from harness.runtime._catalog import AgentCatalog
+from harness.runtime._handoffs import handed_metadata, handoff_count, model_name, prepare_seat
 from harness.runtime.bus import EventBus
+from harness.runtime.child_limits import ChildLimits
+from harness.runtime.children import ChildOf, check_child_limits, child_answer, child_run_id
 from harness.runtime.executor import left_off
 from harness.runtime.resources import AgentResources
 from harness.runtime.runs import result_data
 from harness.runtime.runtime_settings import RuntimeSettings
 from harness.store.protocol import EventStore, RunRecord
+from harness.tools.spec import ToolSpec
 from harness.tools.toolset import Toolset
 
 if TYPE_CHECKING:
     from harness.distributed.temporal.client import RunClient
     from harness.distributed.temporal.worker import RunWorker
+    from harness.runtime.harness import Harness
 
 __all__ = [
     "TemporalBackend",
+    "TemporalChildren",
     "TemporalHost",
     "TemporalOptions",
     "is_temporal",
@@ -89,6 +97,91 @@ class TemporalOptions:
         )
 
 
+class TemporalChildren:
+    """The rows of child runs on Temporal (their workflows are their parents' children).
+
+    Args:
+        harness: Creates a child's row (`Harness.submit`, without starting a workflow).
+        limits: Depth and number of children (`[children]`).
+    """
+
+    def __init__(self, harness: Harness, limits: ChildLimits) -> None:
+        self._harness, self._limits = harness, limits
+
+    async def start(
+        self, parent_id: str, agent: AgentSpec | str, task: str, call_id: str
+    ) -> dict[str, Any]:
+        """Create the child of call `call_id` unless it exists (as `ChildRunner` does).
+
+        Returns `{child_run_id, agent, existed, depth, state}`, or `{error, hint}` when a
+        limit refuses it.
+        """
+        store = self._harness.store
+        parent = await store.get_run(parent_id)
+        if parent is None:
+            raise RunError(f"no run {parent_id} in the store")
+        child_id = child_run_id(parent_id, call_id)
+        depth = parent.depth + 1
+        found = await store.get_run(child_id)
+        if found is None:
+            started = await store.list_runs(parent_run_id=parent_id, limit=None)
+            try:
+                check_child_limits(depth, len(started), self._limits)
+            except ToolError as refused:
+                return {"error": refused.message, "hint": refused.hint}
+            link = ChildOf(parent_run_id=parent_id, root_run_id=parent.root, depth=depth)
+            try:
+                await self._harness.submit(
+                    agent, task, run_id=child_id, child_of=link, _workflow=False
+                )
+            except StoreConflict:  # made by an attempt before this one
+                pass
+            else:
+                name = agent if isinstance(agent, str) else agent.name
+                return {
+                    "child_run_id": child_id,
+                    "agent": name,
+                    "existed": False,
+                    "depth": depth,
+                    "state": RunState.PENDING.value,
+                }
+            found = await store.get_run(child_id)
+            assert found is not None
+        return {
+            "child_run_id": child_id,
+            "agent": found.agent,
+            "existed": True,
+            "depth": depth,
+            "state": str(found.state),
+        }
+
+    async def ended(self, parent_id: str, child_id: str) -> dict[str, Any]:
+        """The ended child's answer, state and usage, and the parent's roll-up.
+
+        The answer is `{text, metadata}` or `{error, hint}`; `children_usage` is the usage
+        of all of the parent's ended children.
+        """
+        store = self._harness.store
+        child = await store.get_run(child_id)
+        assert child is not None
+        assert child.state in TERMINAL_STATES
+        ended = await store.list_runs(parent_run_id=parent_id, state=TERMINAL_STATES, limit=None)
+        total = sum((c.total_usage for c in ended), Usage())
+        out: dict[str, Any] = {
+            "state": str(child.state),
+            "termination": child.termination,
+            "usage": usage_to_dict(child.total_usage),
+            "children_usage": usage_to_dict(total),
+        }
+        try:
+            answer = child_answer(child)
+        except ToolError as failed:
+            out.update(error=failed.message, hint=failed.hint)
+        else:
+            out.update(text=answer.text, metadata=dict(answer.metadata))
+        return out
+
+
 class TemporalHost:
     """The `WorkerHost` of a `Harness`: its store, agents, models and tools.
 
@@ -97,12 +190,21 @@ class TemporalHost:
         agents: The agent catalog of the `Harness`.
         resources: Its models and tool registry.
         bus: Its event bus: events written here are published on it.
+        children: Creates and reads child runs (agents used as tools); without it (a
+            replayer's host) an agent tool's call fails.
     """
 
     def __init__(
-        self, store: EventStore, agents: AgentCatalog, resources: AgentResources, bus: EventBus
+        self,
+        store: EventStore,
+        agents: AgentCatalog,
+        resources: AgentResources,
+        bus: EventBus,
+        *,
+        children: TemporalChildren | None = None,
     ) -> None:
         self._store, self._agents, self._resources, self._bus = store, agents, resources, bus
+        self._children = children
         self._built: dict[str, AgentSpec] = {}
 
     @property
@@ -122,10 +224,11 @@ class TemporalHost:
         key = _key_of(record)
         agent = self.agent(key)
         toolset = await self.toolset(agent)
-        messages, events, decided = await asyncio.gather(
+        messages, events, decided, unread = await asyncio.gather(
             self._store.messages(run_id),
             self._store.events(run_id),
             self._store.decisions(run_id),
+            self._store.inbox(run_id),
         )
         left = left_off(events)
         from harness.distributed.temporal._wire import tool_to_dict
@@ -144,6 +247,7 @@ class TemporalHost:
             },
             last_seq=record.last_seq,
             tools=tuple(tool_to_dict(spec) for spec in toolset),
+            mail=bool(unread),
         )
 
     def agent(self, key: AgentKey) -> AgentSpec:
@@ -171,6 +275,76 @@ class TemporalHost:
     def result_data(self, result: RunResult, agent: AgentSpec) -> dict[str, Any]:
         """What the run's row keeps of a result besides output, usage and termination."""
         return result_data(result, agent)
+
+    def handoff_tools(self, agent: AgentSpec) -> HandoffTools | None:
+        """The tools that hand over from `agent` (see `AgentCatalog.handoff_tools`)."""
+        return self._agents.handoff_tools(agent)
+
+    async def hand_over(self, key: AgentKey, target: str) -> HandoverTarget:
+        """The target of a handoff, built as the embedded runtime builds it (`RunHandoffs`)."""
+        count = handoff_count(key.metadata)
+        seat = await prepare_seat(self._agents, self._resources, self.agent(key), target, count)
+        handed = AgentKey(
+            agent=seat.spec.name,
+            metadata=handed_metadata(key.metadata, seat.spec, count),
+            task_type=key.task_type,
+            experiment=key.experiment,
+            variant=key.variant,
+        )
+        return HandoverTarget(
+            key=handed, model=model_name(seat.spec), count=count, toolset=seat.toolset
+        )
+
+    async def start_child(
+        self, run_id: str, key: AgentKey, agent: str, task: str, call_id: str
+    ) -> dict[str, Any]:
+        """Create the row of the child run of call `call_id` (see `TemporalChildren.start`).
+
+        `agent` names the agent tool's agent; the run's agent's own tool gives it as
+        defined (an `AgentSpec` that is registered nowhere else).
+        """
+        target: AgentSpec | str = agent
+        for spec in self.agent(key).tools:
+            found = tool_agent(spec) if isinstance(spec, ToolSpec) else None
+            if found is not None and (found if isinstance(found, str) else found.name) == agent:
+                target = found
+                break
+        return await self._host_children().start(run_id, target, task, call_id)
+
+    async def child_ended(self, run_id: str, child_id: str) -> dict[str, Any]:
+        """The ended child's answer and usage (see `TemporalChildren.ended`)."""
+        return await self._host_children().ended(run_id, child_id)
+
+    def _host_children(self) -> TemporalChildren:
+        if self._children is None:
+            raise ConfigError("this worker's host runs no child runs (agents used as tools)")
+        return self._children
+
+    async def inbox(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's messages not delivered yet."""
+        return [
+            {"id": m.id, "sender": m.sender, "sender_run": m.sender_run, "content": m.content}
+            for m in await self._store.inbox(run_id)
+        ]
+
+    async def send(
+        self, run_id: str, agent: str, to: str, content: str, call_id: str
+    ) -> dict[str, Any]:
+        """Keep a message in run `to`'s inbox, once per call (as `RunMailbox.send`)."""
+        from harness.runtime.inbox import post_message
+
+        try:
+            message_id = await post_message(
+                self._store, to, content, sender=agent, sender_run=run_id, key=f"{run_id}:{call_id}"
+            )
+        except (ConfigError, RunError) as exc:
+            return {
+                "error": f"Not sent: {exc}.",
+                "hint": "Send to the id of a run that is still going (e.g. one a message "
+                "came from).",
+            }
+        target = await self._store.get_run(to)
+        return {"message_id": message_id, "engine": None if target is None else target.engine}
 
     def publish(self, events: Sequence[RunEvent]) -> None:
         """Publish events just written, as the embedded sink does once they commit."""
@@ -283,6 +457,10 @@ class TemporalBackend:
     async def cancel(self, run_id: str, *, by: str, reason: str | None) -> None:
         """Cancel the run's workflow; its model or tool call in flight stops."""
         await (await self.runs()).cancel(run_id, by=by, reason=reason)
+
+    async def mail(self, run_id: str) -> None:
+        """Tell the run's workflow that its inbox holds a message."""
+        await (await self.runs()).mail(run_id)
 
     async def decide(
         self, run_id: str, call_id: str, *, approved: bool, by: str, reason: str | None

@@ -52,7 +52,14 @@ if TYPE_CHECKING:
     from harness.runtime.sink import StoreSink
     from harness.store.protocol import RunRecord
 
-__all__ = ["ChildLimits", "ChildOf", "ChildRunner", "child_run_id"]
+__all__ = [
+    "ChildLimits",
+    "ChildOf",
+    "ChildRunner",
+    "check_child_limits",
+    "child_answer",
+    "child_run_id",
+]
 
 _LOOK_S: Final = 1.0
 """How often a call that waits for its child looks whether the child is paused."""
@@ -167,7 +174,7 @@ class ChildRunner:
                 usage=ended.total_usage,
             )
         )
-        return _answer(ended)
+        return child_answer(ended)
 
     async def _start(
         self, agent: AgentSpec | str, task: str, child_id: str
@@ -203,24 +210,12 @@ class ChildRunner:
         return _name(agent), False, time.time()
 
     async def _check_limits(self) -> None:
-        depth = self._record.depth + 1
-        if depth > self._limits.max_depth:
-            raise ToolError(
-                f"no child run started: it would be {depth} levels deep, and runs may nest "
-                f"at most {self._limits.max_depth} deep (max_depth)",
-                hint="Do this part of the task yourself.",
-            )
-        if self._started is None:
+        if self._started is None and self._record.depth + 1 <= self._limits.max_depth:
             children = await self._harness.store.list_runs(
                 parent_run_id=self._record.run_id, limit=None
             )
             self._started = len(children)
-        if self._started >= self._limits.max_children:
-            raise ToolError(
-                f"no child run started: this run started {self._started} already, the most "
-                f"one run may start (max_children)",
-                hint="Use the results you have, or do the rest yourself.",
-            )
+        check_child_limits(self._record.depth + 1, self._started or 0, self._limits)
 
     async def _ended_child(self, child_id: str, context: ToolContext, since: float) -> RunRecord:
         """The child once it ended; cancelled (and a tool error) when the call's time is up.
@@ -306,11 +301,31 @@ class ChildRunner:
         return f"run:{self._record.run_id}"
 
 
+def check_child_limits(depth: int, started: int, limits: ChildLimits) -> None:
+    """Refuse a child `depth` levels deep, of a run that started `started` children.
+
+    Raises:
+        ToolError: Deeper than `max_depth`, or `max_children` reached (what the model reads).
+    """
+    if depth > limits.max_depth:
+        raise ToolError(
+            f"no child run started: it would be {depth} levels deep, and runs may nest "
+            f"at most {limits.max_depth} deep (max_depth)",
+            hint="Do this part of the task yourself.",
+        )
+    if started >= limits.max_children:
+        raise ToolError(
+            f"no child run started: this run started {started} already, the most "
+            f"one run may start (max_children)",
+            hint="Use the results you have, or do the rest yourself.",
+        )
+
+
 def _name(agent: AgentSpec | str) -> str:
     return agent if isinstance(agent, str) else agent.name
 
 
-def _answer(child: RunRecord) -> ToolResult:
+def child_answer(child: RunRecord) -> ToolResult:
     """The child's result as the caller's tool result; a failure as a tool error."""
     facts = {"child_run_id": child.run_id, "state": str(child.state)}
     if child.state == RunState.COMPLETED:

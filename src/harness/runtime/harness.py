@@ -224,10 +224,21 @@ class Harness:
         from harness.distributed.temporal import require_temporal
 
         require_temporal()  # settings made in Python skip load_settings' check
-        from harness.runtime._temporal import TemporalBackend, TemporalHost, TemporalOptions
+        from harness.runtime._temporal import (
+            TemporalBackend,
+            TemporalChildren,
+            TemporalHost,
+            TemporalOptions,
+        )
 
         options = TemporalOptions.of(self.settings.runtime)
-        host = TemporalHost(self.store, self._agents, self._resources, self.bus)
+        host = TemporalHost(
+            self.store,
+            self._agents,
+            self._resources,
+            self.bus,
+            children=TemporalChildren(self, self.settings.children),
+        )
         backend = TemporalBackend(options, host, max_concurrent=self._limits[0])
         await backend.open(execute=self._execute)
         self._temporal = backend
@@ -466,6 +477,7 @@ class Harness:
         run_id: str | None = None,
         child_of: ChildOf | None = None,
         _origin: Firing | None = None,
+        _workflow: bool = True,
     ) -> str:
         """Queue a run of `agent` on `task` and return its id; it starts when there is room.
 
@@ -569,7 +581,8 @@ class Harness:
             self._traces.begin(run_id, trace)
         self._publish(created)
         if self._temporal is not None:
-            await self._start_workflow(run_id)
+            if _workflow:  # else its parent's workflow starts it, as a child workflow
+                await self._start_workflow(run_id)
         elif self._executor is not None:
             self._executor.own.add(run_id)
             if local:  # already leased to us: start it without a trip through the queue
@@ -887,12 +900,11 @@ class Harness:
         from harness.runtime.inbox import post_message
 
         record = await self.store.get_run(run_id)
-        if record is not None and record.engine == "temporal":
-            raise RunError(
-                f"cannot send a message to run {run_id}: inboxes are not delivered to runs on "
-                "Temporal yet"
-            )
-        return await post_message(self.store, run_id, content, sender=sender)
+        temporal = None if record is None else self._on_temporal(record, "send a message to")
+        message_id = await post_message(self.store, run_id, content, sender=sender)
+        if temporal is not None:  # its workflow reads its inbox when told
+            await temporal.mail(run_id)
+        return message_id
 
     async def pending_approvals(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """Tool calls waiting for a decision: of one run, or of every waiting run.
@@ -1036,11 +1048,6 @@ def _check_temporal(agent: AgentSpec) -> None:
         raise ConfigError(
             f"agent {agent.name!r} has a shell verifier, which would run a command inside the "
             'workflow: the Temporal backend does not run it yet; use [runtime] backend = "embedded"'
-        )
-    if agent.handoffs:
-        raise ConfigError(
-            f"agent {agent.name!r} has handoffs, which the Temporal backend does not run yet: "
-            'use [runtime] backend = "embedded" for it'
         )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from harness.core.codec import message_to_dict
@@ -90,6 +90,8 @@ class WorkflowSink:
         self._detail: Mapping[str, Any] | None = None
         self.usage = usage
         self._usage_changed = False
+        self._children_usage: Usage | None = None
+        self._delivered: list[int] = []
         self._sealed: list[Batch] = []
         self._batches = 0
         self.next_seq = last_seq + 1
@@ -120,6 +122,14 @@ class WorkflowSink:
         self.usage = total
         self._usage_changed = True
 
+    def report_children_usage(self, total: Usage) -> None:
+        """Keep what the run's ended children consumed; written with the next batch."""
+        self._children_usage = total
+
+    def deliver(self, message_id: int) -> None:
+        """A message of the run's inbox read into its history: marked with the next batch."""
+        self._delivered.append(message_id)
+
     def record(self, entry: AuditRecord) -> None:
         """Keep one audit record (the sink is the run's `AuditLog`)."""
         self._audit.append({key: getattr(entry, key) for key in _AUDIT_KEYS})
@@ -149,18 +159,20 @@ class WorkflowSink:
 
     def seal(self, update: RunUpdate | None = None) -> None:
         """Close what was kept into a batch of its own (with `update` to the run's row)."""
-        if update is None and (self._state or self._usage_changed):
+        if update is None and (self._state or self._usage_changed or self._children_usage):
             update = RunUpdate(state=self._state, usage=self.usage)
+        if update is not None and self._children_usage is not None:
+            update = replace(update, children_usage=self._children_usage)
         if update is not None and update.result_data is None and self._detail is not None:
-            update = RunUpdate(
-                state=update.state,
-                usage=update.usage,
-                result=update.result,
-                termination=update.termination,
-                error=update.error,
-                result_data=self._detail,
-            )
-        if not (self._events or self._messages or self._audit or self._blobs or update):
+            update = replace(update, result_data=self._detail)
+        if not (
+            self._events
+            or self._messages
+            or self._audit
+            or self._blobs
+            or update
+            or self._delivered
+        ):
             return
         self._batches += 1
         batch: Batch = {
@@ -172,12 +184,16 @@ class WorkflowSink:
             "blobs": self._blobs,
             "update": None if update is None else update_to_dict(update),
         }
+        if self._delivered:
+            batch["delivered"] = self._delivered
         self.next_seq += len(self._events)
         if update is not None and update.state is not None:
             self.state = RunState(update.state)
         self._sealed.append(batch)
         self._events, self._messages, self._audit, self._blobs = [], [], [], {}
         self._state, self._detail, self._usage_changed = None, None, False
+        self._children_usage = None
+        self._delivered = []
 
     def carried(self) -> list[Batch]:
         """Every batch not known to be written yet, what was kept sealed first."""
@@ -188,6 +204,13 @@ class WorkflowSink:
         """`batches` are in the store: no activity carries them any more."""
         done = {batch["key"] for batch in batches}
         self._sealed = [batch for batch in self._sealed if batch["key"] not in done]
+
+    async def hand_over(self, *, agent: str, model: str, metadata: Mapping[str, Any]) -> None:
+        """Write everything kept so far with the run's row naming its new agent (a handoff)."""
+        update = RunUpdate(
+            state=self._state, usage=self.usage, agent=agent, model=model, metadata=metadata
+        )
+        await self.flush(update)
 
     async def flush(self, update: RunUpdate | None = None) -> None:
         """Write everything kept so far now, with `update` to the run's row."""

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from harness.agent._agent_tool import agent_tool, tool_agent
 from harness.core.codec import (
     message_from_dict,
     message_to_dict,
@@ -30,7 +31,10 @@ from harness.gateway.model import (
     ResponseFormat,
 )
 from harness.store.protocol import NewEvent, RunUpdate, StepWrite
+from harness.tools.builtin.messages import send_message_tool, wait_for_message_tool
 from harness.tools.spec import SideEffects, ToolSpec
+
+from ._inbox import inbox_tool
 
 __all__ = [
     "Batch",
@@ -145,8 +149,13 @@ def notice_from_dict(data: Mapping[str, Any]) -> ModelRetry | ModelFallback:
 
 
 def tool_to_dict(spec: ToolSpec) -> dict[str, Any]:
-    """What the workflow needs of a tool: all of it but its function."""
-    return {
+    """What the workflow needs of a tool: all of it but its function.
+
+    An agent tool also names its agent (`agent`): the workflow runs its calls itself, each
+    as a child workflow.
+    """
+    agent = tool_agent(spec)
+    out: dict[str, Any] = {
         "name": spec.name,
         "description": spec.description,
         "parameters": spec.parameters,
@@ -157,15 +166,43 @@ def tool_to_dict(spec: ToolSpec) -> dict[str, Any]:
         "max_result_chars": spec.max_result_chars,
         "tags": list(spec.tags),
     }
+    if agent is not None:
+        out["agent"] = agent if isinstance(agent, str) else agent.name
+    elif spec.function in _message_functions():
+        out["inbox"] = True  # send_message, wait_for_message: the workflow's inbox
+    return out
+
+
+def _message_functions() -> tuple[Any, ...]:
+    return (send_message_tool().function, wait_for_message_tool().function)
+
+
+def runs_in_workflow(spec: ToolSpec) -> bool:
+    """Whether a tool of `tool_from_dict` runs in the workflow (agent and message tools)."""
+    return spec.function is not _runs_on_the_worker
 
 
 def tool_from_dict(data: Mapping[str, Any]) -> ToolSpec:
-    """A tool described by `tool_to_dict`, whose function never runs (the worker's does)."""
+    """A tool described by `tool_to_dict`, whose function never runs (the worker's does).
+
+    An agent tool's does run, in the workflow: it asks the run's `ToolContext.children`.
+    """
+    agent = data.get("agent")
+    function = _runs_on_the_worker
+    coerce, context_param = None, None
+    if agent is not None:
+        made = agent_tool(str(agent), name=data["name"])
+        function, coerce, context_param = made.function, made.coerce, made.context_param
+    elif data.get("inbox"):
+        made = inbox_tool(data["name"])
+        function, coerce, context_param = made.function, made.coerce, made.context_param
     return ToolSpec(
         name=data["name"],
         description=data["description"],
         parameters=data["parameters"],
-        function=_runs_on_the_worker,
+        function=function,
+        coerce=coerce,
+        context_param=context_param,
         side_effects=cast(SideEffects, data["side_effects"]),
         timeout=data.get("timeout"),
         grace_s=float(data.get("grace_s") or 0.0),
@@ -192,22 +229,30 @@ def message_dict(message: Message) -> dict[str, Any]:
 def update_to_dict(update: RunUpdate) -> dict[str, Any]:
     """The run row's changes of a batch (the fields the workflow sets)."""
     out: dict[str, Any] = {}
-    for name in ("state", "result", "termination", "error"):
+    for name in ("state", "result", "termination", "error", "agent", "model"):
         value = getattr(update, name)
         if value is not None:
             out[name] = value
     if update.usage is not None:
         out["usage"] = usage_to_dict(update.usage)
+    if update.children_usage is not None:
+        out["children_usage"] = usage_to_dict(update.children_usage)
+    if update.metadata is not None:
+        out["metadata"] = dict(update.metadata)
     if update.result_data is not None:
         out["result_data"] = dict(update.result_data)
     return out
 
 
 def _update_from_dict(data: Mapping[str, Any]) -> RunUpdate:
-    usage = data.get("usage")
+    usage, children = data.get("usage"), data.get("children_usage")
     return RunUpdate(
         state=data.get("state"),
         usage=None if usage is None else usage_from_dict(usage),
+        children_usage=None if children is None else usage_from_dict(children),
+        agent=data.get("agent"),
+        model=data.get("model"),
+        metadata=data.get("metadata"),
         result=data.get("result"),
         termination=data.get("termination"),
         error=data.get("error"),
@@ -230,4 +275,5 @@ def batch_step(run_id: str, batch: Mapping[str, Any]) -> StepWrite:
         update=None if not update else _update_from_dict(update),
         key=str(batch["key"]),
         expect_states=batch.get("expect"),
+        delivered=tuple(batch.get("delivered") or ()),
     )

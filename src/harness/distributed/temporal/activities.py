@@ -8,6 +8,17 @@
 - `harness.tool_call({run_id, key, writes, call, heartbeat_s})`: writes the batches, then
   runs the real `Toolset.execute` (validation, timeout, truncation) and returns the outcome.
 - `harness.record({run_id, writes})` (a local activity): writes the batches.
+- `harness.hand_over({key, target})` (a local activity): builds a handoff's target on the
+  worker (`WorkerHost.hand_over`): `{refused}` (the tool message), or the run's new agent
+  `{key, model, count, tools}`; it writes nothing.
+- `harness.start_child({run_id, key, agent, task, call_id})` (a local activity): the row
+  of an agent-tool call's child run, made unless it exists (`WorkerHost.start_child`); the
+  workflow then starts the child's workflow as its own child.
+- `harness.child_ended({run_id, child_run_id})` (a local activity): the ended child's
+  answer and usage, and the roll-up of the run's children (`WorkerHost.child_ended`).
+- `harness.inbox({run_id})` (a local activity): the run's messages not delivered yet.
+- `harness.send({run_id, agent, to, content, call_id})` (a local activity): a message
+  kept in run `to`'s inbox, keyed by the call (sent once).
 
 Every write is keyed (`StepWrite.key`), so an activity run again writes nothing twice; a
 batch whose events the store numbers otherwise than the workflow did fails the activity.
@@ -24,6 +35,7 @@ from typing import Any, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from harness.agent.handoff import HandoffRefused
 from harness.core.events import ModelFallback, ModelRetry
 from harness.core.messages import ToolCall
 from harness.distributed.host import AgentKey, WorkerHost
@@ -31,7 +43,7 @@ from harness.errors import HarnessError, StoreConflict, StoreError
 from harness.gateway.model import ModelRequest
 from harness.tools.context import ToolContext
 
-from ._wire import batch_step, request_from_dict, response_to_dict
+from ._wire import batch_step, request_from_dict, response_to_dict, tool_to_dict
 
 __all__ = ["Activities"]
 
@@ -50,7 +62,17 @@ class Activities:
 
     def all(self) -> list[Any]:
         """The activity functions, for a `Worker`."""
-        return [self.load_run, self.model_call, self.tool_call, self.record]
+        return [
+            self.load_run,
+            self.model_call,
+            self.tool_call,
+            self.record,
+            self.hand_over,
+            self.start_child,
+            self.child_ended,
+            self.inbox,
+            self.send,
+        ]
 
     @activity.defn(name="harness.load_run")
     async def load_run(self, run_id: str) -> dict[str, Any]:
@@ -66,6 +88,57 @@ class Activities:
     async def record(self, data: dict[str, Any]) -> None:
         """Write the batches."""
         await self._write(str(data["run_id"]), data.get("writes") or ())
+
+    @activity.defn(name="harness.hand_over")
+    async def hand_over(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The target of a handoff, or why it is refused."""
+        try:
+            target = await self._host.hand_over(AgentKey.from_dict(data["key"]), data["target"])
+        except HandoffRefused as refused:
+            return {"refused": str(refused)}
+        except StoreError as exc:
+            raise ApplicationError(str(exc), type="StoreError", non_retryable=False) from exc
+        return {
+            "key": target.key.to_dict(),
+            "model": target.model,
+            "count": target.count,
+            "tools": [tool_to_dict(spec) for spec in target.toolset],
+        }
+
+    @activity.defn(name="harness.start_child")
+    async def start_child(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The row of a child run, made unless it exists."""
+        key = AgentKey.from_dict(data["key"])
+        return await _store_errors(
+            self._host.start_child(
+                str(data["run_id"]), key, str(data["agent"]), str(data["task"]), data["call_id"]
+            )
+        )
+
+    @activity.defn(name="harness.child_ended")
+    async def child_ended(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An ended child's answer and usage."""
+        return await _store_errors(
+            self._host.child_ended(str(data["run_id"]), str(data["child_run_id"]))
+        )
+
+    @activity.defn(name="harness.inbox")
+    async def inbox(self, data: dict[str, Any]) -> list[dict[str, Any]]:
+        """The run's messages not delivered yet."""
+        return await _store_errors(self._host.inbox(str(data["run_id"])))
+
+    @activity.defn(name="harness.send")
+    async def send(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A message kept in another run's inbox, once per call."""
+        return await _store_errors(
+            self._host.send(
+                str(data["run_id"]),
+                str(data["agent"]),
+                str(data["to"]),
+                str(data["content"]),
+                str(data["call_id"]),
+            )
+        )
 
     @activity.defn(name="harness.model_call")
     async def model_call(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -132,6 +205,16 @@ class Activities:
                     non_retryable=True,
                 )
             self._host.publish(written)
+
+
+async def _store_errors(work: Awaitable[T]) -> T:
+    """`work`; a store error is retried, any other harness error is not."""
+    try:
+        return await work
+    except StoreError as exc:
+        raise ApplicationError(str(exc), type="StoreError", non_retryable=False) from exc
+    except HarnessError as exc:
+        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
 
 class _KeptResults:

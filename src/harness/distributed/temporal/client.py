@@ -103,6 +103,10 @@ class RunClient:
         """Signal `pause`."""
         await self._signal(run_id, "pause")
 
+    async def mail(self, run_id: str) -> None:
+        """Signal `mail`: the run's inbox holds a message."""
+        await self._signal(run_id, "mail")
+
     async def resume(self, run_id: str) -> None:
         """Signal `resume`."""
         await self._signal(run_id, "resume")

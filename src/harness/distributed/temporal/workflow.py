@@ -17,7 +17,7 @@ activities returned; a replay test guards that.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Final
 
@@ -25,6 +25,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
+from harness.agent.handoff import Seat
 from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
 from harness.core.codec import message_from_dict, usage_from_dict
@@ -33,7 +34,7 @@ from harness.core.messages import Message, ToolCall
 from harness.core.results import RunResult
 from harness.core.states import RunState
 from harness.core.usage import Limits
-from harness.distributed.host import LoadedRun, WorkerHost
+from harness.distributed.host import AgentKey, LoadedRun, WorkerHost
 from harness.errors import ModelError, RunInterrupted
 from harness.gateway.model import Model, ModelRequest, ModelResponse, ResponseDone, StreamEvent
 from harness.memory import ContextState
@@ -42,13 +43,17 @@ from harness.tools.approvals import ApprovalDecision, ApprovalRequest
 from harness.tools.context import ToolContext
 from harness.tools.toolset import ToolOutcome, Toolset
 
+from ._children import WorkflowChildren
+from ._handoffs import WorkflowSwitch
 from ._hosts import host_of
+from ._inbox import WorkflowMailbox
 from ._sink import WorkflowSink
 from ._wire import (
     event_to_dict,
     notice_from_dict,
     request_to_dict,
     response_from_dict,
+    runs_in_workflow,
     tool_from_dict,
     update_to_dict,
 )
@@ -228,8 +233,8 @@ class ProxyToolset(Toolset):
     timeout and truncation.
     """
 
-    def __init__(self, loaded: LoadedRun, caller: _Caller) -> None:
-        super().__init__([tool_from_dict(t) for t in loaded.tools], clock=_WorkflowClock())
+    def __init__(self, tools: Sequence[Mapping[str, Any]], caller: _Caller) -> None:
+        super().__init__([tool_from_dict(t) for t in tools], clock=_WorkflowClock())
         self._caller = caller
 
     async def execute(
@@ -237,7 +242,7 @@ class ProxyToolset(Toolset):
     ) -> ToolOutcome:
         """Run the call on a worker; an attempt whose outcome is unknown says so."""
         spec = self.get(call.name)
-        if spec is None:
+        if spec is None or runs_in_workflow(spec):  # agent and message tools run here
             return await super().execute(call, limits=limits, context=context)
         seconds = limits.tool_seconds(spec.timeout) + spec.grace_s
         repeatable = spec.side_effects in ("none", "idempotent")
@@ -291,11 +296,20 @@ class RunWorkflow:
         self._cancel: dict[str, Any] | None = None
         self._sink: WorkflowSink | None = None
         self._state = RunState.PENDING.value
+        self._agent: AgentSpec | None = None
+        self._mail = False
+        self._children: WorkflowChildren | None = None
+        self._mailbox: WorkflowMailbox | None = None
 
     @workflow.signal(name="pause")
     def pause(self) -> None:
         """Pause at the next step boundary."""
         self._paused = True
+
+    @workflow.signal(name="mail")
+    def mail(self) -> None:
+        """The run's inbox holds a message: read it at the next step boundary."""
+        self._mail = True
 
     @workflow.signal(name="resume")
     def resume(self) -> None:
@@ -365,7 +379,7 @@ class RunWorkflow:
             while True:
                 result = await self._execute(host, loaded, caller, sink)
                 if result is not None:
-                    return await self._finished(host, host.agent(loaded.key), result, sink)
+                    return await self._finished(host, self._agent, result, sink)
                 await workflow.wait_condition(lambda: not self._paused or self._cancel is not None)
                 caller.check()
                 sink.emit(RunResumed())
@@ -409,15 +423,20 @@ class RunWorkflow:
         self, host: WorkerHost, loaded: LoadedRun, caller: _Caller, sink: WorkflowSink
     ) -> RunResult | None:
         """Run the loop from where `loaded` left off; `None` when it paused."""
-        spec = host.agent(loaded.key)
+        spec = self._agent = host.agent(loaded.key)
+        caller.key = loaded.key.to_dict()
+        self._mail = self._mail or loaded.mail
         loop = AgentLoop(
             spec,
             model=ModelProxy(host.model(spec), caller),
-            toolset=ProxyToolset(loaded, caller),
+            toolset=ProxyToolset(loaded.tools, caller),
             sink=sink,
             approver=self._approve,
             audit=sink,
             clock=_WorkflowClock(),
+            handoffs=self._switch(host, loaded.key, caller, sink) if spec.handoffs else None,
+            children=self._children_of(loaded.run_id, caller, sink),
+            mailbox=self._mailbox_of(loaded.run_id, caller, sink),
         )
         context = loaded.context
         try:
@@ -438,6 +457,68 @@ class RunWorkflow:
             self._paused_at = "step boundary"
             await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
             return None
+
+    def _read_mail(self) -> None:
+        self._mail = False
+        self._children: WorkflowChildren | None = None
+        self._mailbox: WorkflowMailbox | None = None
+
+    def _waits(self) -> bool:
+        """Whether a parked call stops waiting: the run pauses there (`at = "wait"`)."""
+        if self._paused and self._cancel is None:
+            self._paused_at = "wait"
+            return True
+        return False
+
+    def _children_of(self, run_id: str, caller: _Caller, sink: WorkflowSink) -> WorkflowChildren:
+        """The run's child runs: one object for the workflow (it keeps their handles)."""
+        if self._children is None:
+            self._children = WorkflowChildren(
+                run_id,
+                key=lambda: caller.key,
+                sink=sink,
+                start=lambda child: (
+                    WORKFLOW,
+                    {"run_id": child, "heartbeat_s": caller.heartbeat_s},
+                ),
+                cancelled=lambda: self._cancel is not None,
+                paused=self._waits,
+            )
+        return self._children
+
+    def _mailbox_of(self, run_id: str, caller: _Caller, sink: WorkflowSink) -> WorkflowMailbox:
+        """The run's inbox: one object for the workflow (it keeps its waits' deadlines)."""
+        if self._mailbox is None:
+            self._mailbox = WorkflowMailbox(
+                run_id,
+                sink=sink,
+                agent=lambda: str(caller.key["agent"]),
+                mail=lambda: self._mail,
+                seen=self._read_mail,
+                paused=self._waits,
+            )
+        return self._mailbox
+
+    def _switch(
+        self, host: WorkerHost, key: AgentKey, caller: _Caller, sink: WorkflowSink
+    ) -> WorkflowSwitch:
+        """Handoffs: a target sits on this workflow's proxies; activities then name it."""
+
+        def moved(handed: AgentKey) -> None:
+            caller.key = handed.to_dict()
+            self._agent = host.agent(handed)
+
+        return WorkflowSwitch(
+            host,
+            key,
+            sink=sink,
+            seat=lambda spec, tools: Seat(
+                spec=spec,
+                model=ModelProxy(host.model(spec), caller),
+                toolset=ProxyToolset(tools, caller),
+            ),
+            moved=moved,
+        )
 
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """Wait for `decide` on the call; the request is in the store first."""
@@ -462,8 +543,9 @@ class RunWorkflow:
         raise RunInterrupted(f"run {request.run_id} paused while call {call_id} waited")
 
     async def _finished(
-        self, host: WorkerHost, spec: AgentSpec, result: RunResult, sink: WorkflowSink
+        self, host: WorkerHost, spec: AgentSpec | None, result: RunResult, sink: WorkflowSink
     ) -> dict[str, Any]:
+        assert spec is not None, "a run that ended ran an agent"
         state = RunState.FAILED if result.termination == "error" else RunState.COMPLETED
         await sink.flush(
             RunUpdate(

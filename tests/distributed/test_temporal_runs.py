@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pytest
 from temporal_support import free_port
+from temporalio.client import Client
 
 from harness import Agent, Harness, Message, tool
 from harness.agent.loop import UNKNOWN_OUTCOME
 from harness.core.states import RunState
 from harness.errors import ConfigError, RunError
+from harness.gateway.profiles import ModelProfile
 from harness.runtime import Settings
 from harness.runtime.runtime_settings import RuntimeSettings
-from harness.testing import ScriptedModel, call, reply
+from harness.testing import FakeOpenAIServer, FakeReply, ScriptedModel, call, reply
 
 PROCESSES = Path(__file__).parent / "core_processes"
 sys.path.insert(0, str(PROCESSES))
@@ -309,3 +311,40 @@ async def test_a_pause_while_a_call_waits_for_approval_asks_again_on_resume(
     assert types.count("approval_requested") == 2
     assert types.count("approval_decided") == 1
     assert not (tmp_path / "ledger").exists()  # denied: never published
+
+
+async def test_model_calls_take_their_timeout_and_attempts_from_the_profile(
+    tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    with FakeOpenAIServer(lambda body: FakeReply.text("done")) as server:
+        profiles = {
+            "main": ModelProfile(
+                name="main",
+                model="m",
+                base_url=server.base_url,
+                timeout_s=7.0,
+                max_retries=1,
+                fallbacks=("backup",),
+            ),
+            "backup": ModelProfile(
+                name="backup", model="b", base_url=server.base_url, timeout_s=5.0, max_retries=0
+            ),
+        }
+        settings = temporal(tmp_path, temporal_address, task_queue)
+        settings = Settings(home=tmp_path, runtime=settings.runtime, profiles=profiles)
+        async with Harness(settings) as h:
+            run_id = await h.submit(Agent(name="asker", model="main"), "say done")
+            result = await h.wait(run_id, timeout=60)
+    client = await Client.connect(temporal_address)
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    calls = [a for a in scheduled if a.activity_type.name == "harness.model_call"]
+    assert result.output == "done"
+    assert len(calls) == 1
+    # main: 7 s a try, 2 tries, one wait of up to 60 s; backup: 5 s once; 30 s to spare
+    assert calls[0].start_to_close_timeout.ToTimedelta().total_seconds() == 7 * 2 + 60 + 5 + 30
+    assert calls[0].retry_policy.maximum_attempts == 2

@@ -125,6 +125,20 @@ class LoadedRun:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ModelCallPolicy:
+    """How long one model call may run on a worker, and how often it is started again.
+
+    A model call's own retries and fallbacks (the profile's) happen inside one attempt; a
+    new attempt starts only when the worker running the call died.
+    """
+
+    seconds: float = 900.0
+    """The call's start-to-close timeout: every try and fallback of its profile fits."""
+    attempts: int = 3
+    """The most attempts of the call (the profile's `max_retries` + 1)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class HandoverTarget:
     """The agent a run is about to be handed over to, as a worker built it."""
 
@@ -157,6 +171,10 @@ class WorkerHost(Protocol):
 
     def model(self, agent: AgentSpec) -> Model:
         """The agent's model, resolved from its profile (no I/O until it is called)."""
+        ...
+
+    def model_policy(self, agent: AgentSpec) -> ModelCallPolicy:
+        """The timeout and attempts of the agent's model calls, from its model profile."""
         ...
 
     async def toolset(self, agent: AgentSpec) -> Toolset:

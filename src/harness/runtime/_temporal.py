@@ -29,9 +29,10 @@ from harness.core.events import RunEvent
 from harness.core.results import RunResult
 from harness.core.states import TEMPORAL_OWNER, TERMINAL_STATES, RunState
 from harness.core.usage import Usage
-from harness.distributed.host import AgentKey, HandoverTarget, LoadedRun
+from harness.distributed.host import AgentKey, HandoverTarget, LoadedRun, ModelCallPolicy
 from harness.errors import ConfigError, RunError, StoreConflict, ToolError
 from harness.gateway.model import Model
+from harness.gateway.profiles import resolve_profile
 from harness.runtime._catalog import AgentCatalog
 from harness.runtime._handoffs import handed_metadata, handoff_count, model_name, prepare_seat
 from harness.runtime.bus import EventBus
@@ -59,6 +60,10 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+
+_LONGEST_RETRY_WAIT_S = 60.0
+"""The longest the gateway waits between two tries (`Retrying.max_retry_after_s`)."""
 
 
 def is_temporal(record: RunRecord) -> bool:
@@ -267,6 +272,30 @@ class TemporalHost:
     def model(self, agent: AgentSpec) -> Model:
         """The agent's model, resolved from its profile."""
         return self._resources.model(agent)
+
+    def model_policy(self, agent: AgentSpec) -> ModelCallPolicy:
+        """The timeout and attempts of the agent's model calls, from its model profile.
+
+        The timeout holds every try of the profile and of each fallback, each try its
+        `timeout_s`, with the longest wait the gateway allows between tries; a model given
+        as an object (not a profile) gets `ModelCallPolicy`'s defaults.
+        """
+        if not isinstance(agent.model, str):
+            return ModelCallPolicy()
+        profiles = self._resources.settings.profiles
+        first = resolve_profile(agent.model, profiles)
+        chain, names = [first], [*first.fallbacks]
+        while names:  # the fallbacks, theirs too, each once (the gateway checked for cycles)
+            name = names.pop(0)
+            if name in {p.name for p in chain}:
+                continue
+            fallback = resolve_profile(name, profiles)
+            chain.append(fallback)
+            names.extend(fallback.fallbacks)
+        seconds = sum(
+            p.timeout_s * (p.max_retries + 1) + _LONGEST_RETRY_WAIT_S * p.max_retries for p in chain
+        )
+        return ModelCallPolicy(seconds=seconds + 30.0, attempts=first.max_retries + 1)
 
     async def toolset(self, agent: AgentSpec) -> Toolset:
         """The agent's tools from the registry."""

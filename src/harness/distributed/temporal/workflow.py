@@ -34,7 +34,7 @@ from harness.core.messages import Message, ToolCall
 from harness.core.results import RunResult
 from harness.core.states import RunState
 from harness.core.usage import Limits
-from harness.distributed.host import AgentKey, LoadedRun, WorkerHost
+from harness.distributed.host import AgentKey, LoadedRun, ModelCallPolicy, WorkerHost
 from harness.errors import ModelError, RunInterrupted
 from harness.gateway.model import Model, ModelRequest, ModelResponse, ResponseDone, StreamEvent
 from harness.memory import ContextState
@@ -75,13 +75,6 @@ _STORE_RETRY = RetryPolicy(
 )
 """Store writes and reads: retried (a store that is down comes back); each is idempotent."""
 
-_MODEL_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=0.5),
-    maximum_interval=timedelta(seconds=10),
-    maximum_attempts=3,
-)
-"""A model call whose worker died is sent again; the gateway's own retries and fallbacks
-happen inside one attempt, and a model error that reaches the activity is not retried."""
 
 _SAFE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=0.5),
@@ -93,8 +86,18 @@ _SAFE_RETRY = RetryPolicy(
 _ONCE = RetryPolicy(maximum_attempts=1)
 """Any other tool: at most once; an attempt whose outcome is unknown is reported so."""
 
-_MODEL_CALL_S: Final = 900.0
-"""The longest a model call (the gateway's retries and fallbacks included) may take."""
+
+def _model_retry(policy: ModelCallPolicy) -> RetryPolicy:
+    """The retries of a model call: only when its worker died, up to the profile's attempts.
+
+    The gateway's own retries and fallbacks happen inside one attempt, and a model error
+    that reaches the activity is not retried.
+    """
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=0.5),
+        maximum_interval=timedelta(seconds=10),
+        maximum_attempts=policy.attempts,
+    )
 
 
 class _Caller:
@@ -142,7 +145,7 @@ class _Caller:
             retry_policy=_STORE_RETRY,
         )
 
-    async def model_call(self, request: ModelRequest) -> dict[str, Any]:
+    async def model_call(self, request: ModelRequest, policy: ModelCallPolicy) -> dict[str, Any]:
         batches = self._carried()
         data: dict[str, Any] = await workflow.execute_activity(
             MODEL_CALL,
@@ -153,9 +156,9 @@ class _Caller:
                 "request": request_to_dict(request),
                 "heartbeat_s": self.heartbeat_s,
             },
-            start_to_close_timeout=timedelta(seconds=_MODEL_CALL_S),
+            start_to_close_timeout=timedelta(seconds=policy.seconds),
             heartbeat_timeout=timedelta(seconds=self.heartbeat_s),
-            retry_policy=_MODEL_RETRY,
+            retry_policy=_model_retry(policy),
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
         self._written(batches)
@@ -200,8 +203,9 @@ class ModelProxy:
     profile sizes the window manager, as it does embedded.
     """
 
-    def __init__(self, inner: Model, caller: _Caller) -> None:
+    def __init__(self, inner: Model, caller: _Caller, policy: ModelCallPolicy) -> None:
         self.inner, self._caller, self._name = inner, caller, inner.name
+        self._policy = policy
 
     @property
     def name(self) -> str:
@@ -211,7 +215,7 @@ class ModelProxy:
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Run the call in an activity; its retry and fallback notices reach the loop."""
         try:
-            data = await self._caller.model_call(request)
+            data = await self._caller.model_call(request, self._policy)
         except ActivityError as exc:
             self._caller.check_cancelled(exc)
             raise ModelError(_failure(exc)) from None
@@ -428,7 +432,7 @@ class RunWorkflow:
         self._mail = self._mail or loaded.mail
         loop = AgentLoop(
             spec,
-            model=ModelProxy(host.model(spec), caller),
+            model=ModelProxy(host.model(spec), caller, host.model_policy(spec)),
             toolset=ProxyToolset(loaded.tools, caller),
             sink=sink,
             approver=self._approve,
@@ -514,7 +518,7 @@ class RunWorkflow:
             sink=sink,
             seat=lambda spec, tools: Seat(
                 spec=spec,
-                model=ModelProxy(host.model(spec), caller),
+                model=ModelProxy(host.model(spec), caller, host.model_policy(spec)),
                 toolset=ProxyToolset(tools, caller),
             ),
             moved=moved,

@@ -348,3 +348,41 @@ async def test_model_calls_take_their_timeout_and_attempts_from_the_profile(
     # main: 7 s a try, 2 tries, one wait of up to 60 s; backup: 5 s once; 30 s to spare
     assert calls[0].start_to_close_timeout.ToTimedelta().total_seconds() == 7 * 2 + 60 + 5 + 30
     assert calls[0].retry_policy.maximum_attempts == 2
+
+
+def _is_four(answer: str, ctx: object) -> bool | str:
+    return True if answer.strip() == "4" else f"{answer!r} is not 4"
+
+
+@pytest.mark.parametrize(
+    "verifier", ['test "$HARNESS_ANSWER" = 4', _is_four], ids=["shell", "python"]
+)
+async def test_completion_checks_run_on_a_worker_as_embedded(
+    tmp_path: Path, temporal_address: str, task_queue: str, verifier: object
+) -> None:
+    def checked() -> Agent:
+        return Agent(
+            name="checked",
+            model=ScriptedModel(["5", "4"]),
+            instructions="Answer with a number.",
+            verifier=verifier,  # type: ignore[arg-type]
+        )
+
+    async with Harness(Settings(home=tmp_path / "embedded")) as h:
+        expected = await h.wait(await h.submit(checked(), "2+2?"), timeout=60)
+        embedded = await h.store.events(expected.run_id)
+    async with Harness(temporal(tmp_path / "temporal", temporal_address, task_queue)) as h:
+        run_id = await h.submit(checked(), "2+2?")
+        result = await h.wait(run_id, timeout=60)
+        events = await h.store.events(run_id)
+    checks = [e.payload for e in events if e.type == "completion_checked"]
+    assert [c.passed for c in checks] == [False, True]  # type: ignore[attr-defined]
+    assert [e.type for e in events] == [e.type for e in embedded]
+    assert (
+        (result.output, result.termination)
+        == (expected.output, expected.termination)
+        == (
+            "4",
+            "final_answer",
+        )
+    )

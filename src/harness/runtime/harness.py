@@ -595,11 +595,9 @@ class Harness:
     async def _temporal_ready(self, agent: AgentSpec) -> bool:
         """Whether the new run goes to Temporal.
 
-        It is refused before it exists when it cannot run there, or when the server cannot
-        be reached.
+        It is refused before it exists when the server cannot be reached.
         """
         assert self._temporal is not None
-        _check_temporal(agent)
         await self._temporal.runs()
         return True
 
@@ -1038,17 +1036,6 @@ def _run_metadata(
     if origin is not None:
         metadata.update(origin.metadata)
     return metadata
-
-
-def _check_temporal(agent: AgentSpec) -> None:
-    """Refuse what the Temporal backend does not run yet, before the run exists."""
-    from harness.agent.verify import ShellVerifier
-
-    if isinstance(agent.verifier, str | ShellVerifier):
-        raise ConfigError(
-            f"agent {agent.name!r} has a shell verifier, which would run a command inside the "
-            'workflow: the Temporal backend does not run it yet; use [runtime] backend = "embedded"'
-        )
 
 
 async def _open_store(target: str | None, home: Path) -> EventStore:

@@ -36,6 +36,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from harness.agent.handoff import HandoffRefused
+from harness.agent.verify import ShellVerifier, VerifyContext, run_verifier
+from harness.core.codec import message_from_dict
 from harness.core.events import ModelFallback, ModelRetry
 from harness.core.messages import ToolCall
 from harness.distributed.host import AgentKey, WorkerHost
@@ -72,6 +74,7 @@ class Activities:
             self.child_ended,
             self.inbox,
             self.send,
+            self.verify,
         ]
 
     @activity.defn(name="harness.load_run")
@@ -186,6 +189,29 @@ class Activities:
             "metadata": dict(outcome.metadata),
             "blobs": results.kept,
         }
+
+    @activity.defn(name="harness.verify")
+    async def verify(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Write the batches (the answer is durable first), then run the agent's check."""
+        run_id = str(data["run_id"])
+        await self._write(run_id, data.get("writes") or ())
+        agent = self._host.agent(AgentKey.from_dict(data["key"]))
+        verifier = agent.verifier
+        if verifier is None:  # the agent changed under the run: nothing to check any more
+            return {"passed": True, "feedback": "", "error": None}
+        checker = ShellVerifier(verifier) if isinstance(verifier, str) else verifier
+        context = VerifyContext(
+            run_id=run_id,
+            step=int(data["step"]),
+            workspace=agent.workspace,
+            messages=tuple(message_from_dict(m) for m in data["messages"]),
+            allow_unsandboxed=agent.allow_unsandboxed,
+        )
+        result = await _beating(
+            run_verifier(checker, str(data["answer"]), context, timeout_s=float(data["timeout_s"])),
+            float(data["heartbeat_s"]),
+        )
+        return {"passed": result.passed, "feedback": result.feedback, "error": result.error}
 
     async def _write(self, run_id: str, batches: Any) -> None:
         for batch in batches:

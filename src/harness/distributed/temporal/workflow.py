@@ -17,6 +17,7 @@ activities returned; a replay test guards that.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Final
@@ -28,7 +29,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from harness.agent.handoff import Seat
 from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
-from harness.core.codec import message_from_dict, usage_from_dict
+from harness.agent.verify import DEFAULT_TIMEOUT_S, ShellVerifier, VerifyContext, VerifyResult
+from harness.core.codec import message_from_dict, message_to_dict, usage_from_dict
 from harness.core.events import RunCancelled, RunFailed, RunPaused, RunResumed
 from harness.core.messages import Message, ToolCall
 from harness.core.results import RunResult
@@ -66,6 +68,7 @@ LOAD_RUN: Final = "harness.load_run"
 MODEL_CALL: Final = "harness.model_call"
 TOOL_CALL: Final = "harness.tool_call"
 RECORD: Final = "harness.record"
+VERIFY: Final = "harness.verify"
 
 _STORE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=0.5),
@@ -184,6 +187,48 @@ class _Caller:
         self._written(batches)
         self.check()
         return data
+
+    async def verify(self, answer: str, ctx: VerifyContext, seconds: float) -> VerifyResult:
+        """Run the agent's completion check on a worker (it may run commands, do I/O)."""
+        batches = self._carried()
+        data: dict[str, Any] = await workflow.execute_activity(
+            VERIFY,
+            {
+                "run_id": self.run_id,
+                "key": self.key,
+                "writes": batches,
+                "answer": answer,
+                "step": ctx.step,
+                "messages": [message_to_dict(m) for m in ctx.messages],
+                "timeout_s": seconds,
+                "heartbeat_s": self.heartbeat_s,
+            },
+            start_to_close_timeout=timedelta(seconds=seconds + 30.0),
+            heartbeat_timeout=timedelta(seconds=self.heartbeat_s),
+            retry_policy=_SAFE_RETRY,
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        self._written(batches)
+        self.check()
+        return VerifyResult(passed=data["passed"], feedback=data["feedback"], error=data["error"])
+
+
+def _checked_on_workers(spec: AgentSpec, caller: _Caller) -> AgentSpec:
+    """`spec` with its completion check run by the `harness.verify` activity.
+
+    A check may run a command or do I/O, which workflow code must not; on the worker it
+    runs as embedded (`run_verifier`), and its verdict is recorded in the history.
+    """
+    real = spec.verifier
+    if real is None:
+        return spec
+    shell = ShellVerifier(real) if isinstance(real, str) else real
+    seconds = shell.timeout_s + 15.0 if isinstance(shell, ShellVerifier) else DEFAULT_TIMEOUT_S
+
+    async def on_a_worker(answer: str, ctx: VerifyContext) -> VerifyResult:
+        return await caller.verify(answer, ctx, seconds)
+
+    return dataclasses.replace(spec, verifier=on_a_worker)
 
 
 class _WorkflowClock:
@@ -431,7 +476,7 @@ class RunWorkflow:
         caller.key = loaded.key.to_dict()
         self._mail = self._mail or loaded.mail
         loop = AgentLoop(
-            spec,
+            _checked_on_workers(spec, caller),
             model=ModelProxy(host.model(spec), caller, host.model_policy(spec)),
             toolset=ProxyToolset(loaded.tools, caller),
             sink=sink,
@@ -517,7 +562,7 @@ class RunWorkflow:
             key,
             sink=sink,
             seat=lambda spec, tools: Seat(
-                spec=spec,
+                spec=_checked_on_workers(spec, caller),
                 model=ModelProxy(host.model(spec), caller, host.model_policy(spec)),
                 toolset=ProxyToolset(tools, caller),
             ),

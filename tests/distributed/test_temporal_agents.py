@@ -310,3 +310,37 @@ async def test_a_pause_ends_a_wait_for_a_message_and_the_wait_goes_on_after_resu
     assert result.output == "No plan came."
     assert len(payloads(events, MessageReceived)) == 1
     assert sum("[message from user]: hello" in (m.content or "") for m in history) == 1
+
+
+def _reviews_the_task(request: ModelRequest) -> Message:
+    task = next(m.content or "" for m in request.messages if m.role == "user")
+    return reply(f"reviewed: {task}")
+
+
+async def test_a_trigger_starts_its_run_on_temporal_exactly_once(
+    tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    coder = Agent(name="coder", model=ScriptedModel(["fixed it"]), instructions="Code.")
+    reviewer = Agent(
+        name="reviewer", model=FunctionModel(_reviews_the_task), instructions="Review."
+    )
+    runtime = RuntimeSettings(
+        backend="temporal", temporal_address=temporal_address, task_queue=task_queue
+    )
+    async with Harness(Settings(home=tmp_path, runtime=runtime), agents=(coder, reviewer)) as h:
+        h.on("run_finished", {"agent": "coder"}, start="reviewer", task="review: {result}")
+        coded = await h.wait(await h.submit("coder", "fix the bug"), timeout=60)
+        async with asyncio.timeout(60):
+            while not (reviews := await h.store.list_runs(agent="reviewer", limit=None)) or (
+                reviews[0].finished_at is None
+            ):
+                await asyncio.sleep(0.1)
+        review = await h.wait(reviews[0].run_id, timeout=60)
+        events = await h.store.events(review.run_id)
+        await asyncio.sleep(0.5)  # a second firing would have made a second run by now
+        again = await h.store.list_runs(agent="reviewer", limit=None)
+    assert coded.output == "fixed it"
+    assert len(again) == 1
+    assert again[0].engine == "temporal"
+    assert review.output == "reviewed: review: fixed it"
+    assert [e.type for e in events][:2] == ["run_submitted", "trigger_fired"]

@@ -197,6 +197,8 @@ class Harness:
             self.bus.subscribe(self._traces)
         if self.settings.runtime.temporal:
             await self._open_temporal()
+            if self._execute:  # its runs are workflows: a trigger's run starts one too
+                await self._start_triggers()
         elif self._execute:
             max_concurrent, _, model_limits, lease_s = self._limits
             self._executor = RunExecutor(
@@ -385,9 +387,14 @@ class Harness:
             )
         self._triggers().add(trigger)
         self.register(agent)
-        if self._executor is not None:  # open: its cursor is stored at the engine's next read
+        if self._executing:  # open: its cursor is stored at the engine's next read
             self._triggers().start()
         return trigger
+
+    @property
+    def _executing(self) -> bool:
+        """Whether this process executes runs (embedded, or as a Temporal worker)."""
+        return self._executor is not None or (self._temporal is not None and self._execute)
 
     @property
     def triggers(self) -> tuple[Trigger, ...]:
@@ -510,7 +517,7 @@ class Harness:
         """
         check_task_type(task_type)
         engine = self._trigger_engine
-        if engine is not None and engine.unprepared and self._executor is not None:
+        if engine is not None and engine.unprepared and self._executing:
             await engine.prepare()  # a trigger added by `on` fires on this run's events
         base = self._agents.base_for(agent, task_type)
         run_id = run_id or (new_id("run") if _origin is None else _origin.run_id)

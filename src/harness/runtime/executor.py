@@ -654,17 +654,7 @@ class RunExecutor:
                 raise
             await self._cancelled(sink, handle)
             return None
-        state = RunState.FAILED if result.termination == "error" else RunState.COMPLETED
-        await sink.flush(
-            RunUpdate(
-                state=state,
-                result=result.output,
-                usage=result.usage,
-                termination=result.termination,
-                error=result.error,
-                result_data=result_data(result, loop.spec),
-            )
-        )
+        await sink.flush(RunUpdate.finished(result, result_data(result, loop.spec)))
         return result
 
     async def _start(self, record: RunRecord) -> list[RunEvent] | None:

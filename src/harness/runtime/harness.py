@@ -535,7 +535,7 @@ class Harness:
         # A run this process can start now never waits in the queue: it skips the bound,
         # and is created RUNNING, leased to us, in a slot held from here on.
         local = self._executor is not None and self._executor.reserve(model)
-        temporal = self._temporal is not None and await self._temporal_ready(agent)
+        temporal = self._temporal is not None and await self._temporal_ready()
         if not local:
             pending = await self.store.count_runs(RunState.PENDING)
             if pending >= max_queue:
@@ -599,7 +599,7 @@ class Harness:
                 self._executor.wake()
         return run_id
 
-    async def _temporal_ready(self, agent: AgentSpec) -> bool:
+    async def _temporal_ready(self) -> bool:
         """Whether the new run goes to Temporal.
 
         It is refused before it exists when the server cannot be reached.

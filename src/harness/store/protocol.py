@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, Protocol
 
 from harness.core.events import EventPayload, EventType, RunEvent
 from harness.core.messages import Message
-from harness.core.results import TerminationReason
+from harness.core.results import RunResult, TerminationReason
 from harness.core.states import CLAIMABLE_STATES, RUN_STATES, TERMINAL_STATES, RunState
 from harness.core.usage import Usage
 
@@ -207,6 +207,19 @@ class RunUpdate:
     """The parts of the result beyond the output text (see `RunRecord.result_data`)."""
     children_usage: Usage | None = None
     """The total usage of the run's children whose results it received (not an increment)."""
+
+    @classmethod
+    def finished(cls, result: RunResult, result_data: Mapping[str, Any]) -> RunUpdate:
+        """The row of a run that ended with `result`: FAILED on an error, else COMPLETED."""
+        failed = result.termination == "error"
+        return cls(
+            state=RunState.FAILED if failed else RunState.COMPLETED,
+            result=result.output,
+            usage=result.usage,
+            termination=result.termination,
+            error=result.error,
+            result_data=result_data,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

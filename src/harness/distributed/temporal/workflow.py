@@ -595,18 +595,9 @@ class RunWorkflow:
         self, host: WorkerHost, spec: AgentSpec | None, result: RunResult, sink: WorkflowSink
     ) -> dict[str, Any]:
         assert spec is not None, "a run that ended ran an agent"
-        state = RunState.FAILED if result.termination == "error" else RunState.COMPLETED
-        await sink.flush(
-            RunUpdate(
-                state=state,
-                result=result.output,
-                usage=result.usage,
-                termination=result.termination,
-                error=result.error,
-                result_data=host.result_data(result, spec),
-            )
-        )
-        return {"state": state.value, "termination": result.termination}
+        update = RunUpdate.finished(result, host.result_data(result, spec))
+        await sink.flush(update)
+        return {"state": str(update.state), "termination": result.termination}
 
     async def _cancelled(self, sink: WorkflowSink) -> dict[str, Any]:
         who = self._cancel or {}

@@ -291,3 +291,69 @@ async def test_readyz_is_503_while_the_store_does_not_answer(tmp_path) -> None:
         assert ready.status_code == 503
         assert ready.json()["detail"] == "the store does not answer"
         assert (await client.get("/healthz")).status_code == 200
+
+
+async def test_send_a_message_to_a_running_run_once_even_when_the_request_is_retried(
+    api: Api,
+) -> None:
+    run_id = await api.submit("gated", "count slowly")
+    await api.state(run_id, "RUNNING")
+    await asyncio.wait_for(api.gate.asked.wait(), 30)  # the first model call waits
+    path = f"/api/runs/{run_id}/messages"
+    headers = {**bearer("operate"), "Idempotency-Key": "retry-1"}
+    sent = await api.client.post(path, json={"content": "use the blue one"}, headers=headers)
+    assert sent.status_code == 201, sent.text
+    again = await api.client.post(path, json={"content": "use the blue one"}, headers=headers)
+    assert again.status_code == 201
+    assert again.json() == sent.json()
+    assert sent.json()["run_id"] == run_id
+    named = await api.post(path, content="and hurry", sender="pager")
+    assert named.json()["message_id"] != sent.json()["message_id"]
+    await asyncio.sleep(0.5)  # the run's control reader takes the mail (every 0.2 s)
+    api.gate.go(20)
+    await api.state(run_id, "COMPLETED")
+    users = [
+        m["content"]
+        for m in (await api.get(f"/api/runs/{run_id}/messages")).json()["messages"]
+        if m["role"] == "user"
+    ]
+    assert users.count("[message from otto]: use the blue one") == 1
+    assert users.count("[message from pager]: and hurry") == 1
+    late = await api.post(path, content="too late")
+    assert late.status_code == 409
+    assert late.json()["detail"].startswith(f"cannot send to run {run_id}")
+
+
+async def test_a_message_that_cannot_be_sent_is_a_clear_problem(api: Api) -> None:
+    run_id = await api.submit("gated", "count slowly")
+    await api.state(run_id, "RUNNING")
+    path = f"/api/runs/{run_id}/messages"
+    reader = await api.post(path, role="read", content="hello")
+    assert reader.status_code == 403
+    assert (await api.post("/api/runs/run_nope/messages", content="hi")).status_code == 404
+    for body, why in (
+        ({"content": ""}, "content"),
+        ({"content": "x" * 20_001}, "content"),
+        ({"content": "hi", "extra": 1}, "extra"),
+        ({"content": "hi", "sender": ""}, "sender"),
+    ):
+        bad = await api.client.post(path, json=body, headers=bearer("operate"))
+        assert bad.status_code == 422, body
+        assert why in bad.json()["detail"], bad.json()
+    blank = await api.post(path, content="   ")
+    assert blank.status_code == 422
+    assert blank.json()["detail"] == f"cannot send to run {run_id}: the message is empty"
+    nameless = await api.post(path, content="hi", sender="  ")
+    assert nameless.json()["detail"] == f"cannot send to run {run_id}: the sender has no name"
+    long_key = {**bearer("operate"), "Idempotency-Key": "k" * 201}
+    refused = await api.client.post(path, json={"content": "hi"}, headers=long_key)
+    assert refused.status_code == 422
+    assert "idempotency-key" in refused.json()["detail"].lower()
+    api.gate.go(20)
+    await api.state(run_id, "COMPLETED")
+    users = [
+        m["content"]
+        for m in (await api.get(f"/api/runs/{run_id}/messages")).json()["messages"]
+        if m["role"] == "user"
+    ]
+    assert users == ["count slowly"]  # nothing refused reached the run

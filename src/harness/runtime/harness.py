@@ -882,7 +882,9 @@ class Harness:
         """
         await self._decide(run_id, call_id, "deny", by=by, reason=reason)
 
-    async def send(self, run_id: str, content: str, *, sender: str = "user") -> int:
+    async def send(
+        self, run_id: str, content: str, *, sender: str = "user", key: str | None = None
+    ) -> int:
         """Put a message in a run's inbox; the run reads it at its next step boundary.
 
         The run sees it as a `user` message that names its sender (`[message from
@@ -894,6 +896,8 @@ class Harness:
                 paused).
             content: The message: 1 to 20,000 characters.
             sender: Who sends it, as the run is told.
+            key: An idempotency key: a second send with the same key keeps nothing and
+                returns the first message's id (a client that retries sends once).
 
         Returns:
             The message's id in the inbox.
@@ -906,7 +910,7 @@ class Harness:
 
         record = await self.store.get_run(run_id)
         temporal = None if record is None else self._on_temporal(record, "send a message to")
-        message_id = await post_message(self.store, run_id, content, sender=sender)
+        message_id = await post_message(self.store, run_id, content, sender=sender, key=key)
         if temporal is not None:  # its workflow reads its inbox when told
             await temporal.mail(run_id)
         return message_id

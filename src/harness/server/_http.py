@@ -6,7 +6,7 @@ web framework is imported in one place and could be swapped in one place.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, StreamingResponse
@@ -24,6 +24,7 @@ __all__ = [
     "FastAPI",
     "HTMLResponse",
     "HTTPException",
+    "Header",
     "JSONResponse",
     "Message",
     "Query",

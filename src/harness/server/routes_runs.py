@@ -13,7 +13,7 @@ from harness.errors import ConfigError
 from harness.observability import trace_of
 from harness.runtime._agents_config import Overrides
 from harness.runtime.harness import Harness, already_decided, stored_context
-from harness.server._http import APIRouter, Depends, Query, Request, StreamingResponse
+from harness.server._http import APIRouter, Depends, Header, Query, Request, StreamingResponse
 from harness.server.auth import Principal, harness_of, require
 from harness.server.problems import Problem
 from harness.server.sse import SSE_HEADERS, run_stream
@@ -25,6 +25,7 @@ from harness.server.views import (
     trace_json,
 )
 from harness.store.protocol import RunRecord
+from harness.tools.context import MAX_MESSAGE_CHARS
 
 __all__ = ["router"]
 
@@ -53,6 +54,21 @@ class CancelBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     reason: str | None = Field(default=None, max_length=2_000)
+
+
+class MessageBody(BaseModel):
+    """`POST /api/runs/{run_id}/messages`: what `harness send` sends."""
+
+    model_config = ConfigDict(extra="forbid")
+    content: str = Field(
+        min_length=1, max_length=MAX_MESSAGE_CHARS, description="The message (not only spaces)."
+    )
+    sender: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Who sends it, as the run is told; the token's name when left out.",
+    )
 
 
 class DecisionBody(BaseModel):
@@ -254,6 +270,34 @@ async def run_events(
         keepalive_s=state.config.keepalive_s,
     )
     return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+@router.post("/runs/{run_id}/messages", status_code=201, summary="Send a message to a run")
+async def send_message(
+    request: Request,
+    run_id: str,
+    body: MessageBody,
+    principal: Operator,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            min_length=1,
+            max_length=200,
+            description="Sent again with the same key, the message is kept once.",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    """Put a message in the run's inbox; it reads it at its next step (as `harness send`).
+
+    The run sees a `user` message `[message from SENDER]: …`. With an `Idempotency-Key`, a
+    retried request returns the first one's `message_id` and keeps nothing more.
+    """
+    harness = harness_of(request)
+    await _run(harness, run_id)
+    sender = body.sender if body.sender is not None else principal.name
+    key = None if idempotency_key is None else f"http:{principal.name}:{run_id}:{idempotency_key}"
+    message_id = await harness.send(run_id, body.content, sender=sender, key=key)
+    return {"run_id": run_id, "message_id": message_id}
 
 
 @router.post("/runs/{run_id}/pause", status_code=202, summary="Pause a run")

@@ -251,6 +251,44 @@ def test_pause_and_resume_from_the_run_page(open_page: OpenPage, server: Server)
     assert server.run(run_id)["state"] == "COMPLETED"
 
 
+def test_send_a_message_to_a_running_run(open_page: OpenPage, server: Server) -> None:
+    thinking = server.brain.gate()
+
+    def script(step: int) -> FakeReply:
+        if step == 2:
+            thinking.wait(60)
+        if step < 5:
+            call = FakeReply.tool_call("lookup_order", {"order_id": f"S-{step}"}, id=f"call_s{step}")
+            return dataclasses.replace(call, delay_s=0.3)
+        return FakeReply.text("heard you")
+
+    server.brain.on("[steer]", script)
+    run_id = server.submit("[steer] look up some orders")
+    tab = open_page()
+    tab.login()
+    tab.goto(f"/runs/{run_id}")
+    page = tab.page
+    page.locator("li.call[data-call-id='call_s1']").wait_for()
+    send = page.get_by_role("button", name="Send message")
+    send.click()  # nothing written yet: nothing is sent
+    page.locator(".feedback").filter(has_text="Write a message first").wait_for()
+    page.get_by_label("Message to the run").fill("check order S-9 too <b>now</b>")
+    send.click()
+    page.locator(".feedback").filter(has_text="sent: the run reads it").wait_for()
+    assert page.get_by_label("Message to the run").input_value() == ""
+    thinking.set()
+    page.locator(".run-meta [data-state='COMPLETED']").wait_for()
+    assert page.get_by_role("button", name="Send message").count() == 0  # a run that ended
+    users = [
+        m["content"]
+        for m in server.get(f"/api/runs/{run_id}/messages")["messages"]
+        if m["role"] == "user"
+    ]
+    assert len(users) == 2
+    assert users[1].startswith("[message from ")
+    assert users[1].endswith("]: check order S-9 too <b>now</b>")
+
+
 def test_deny_a_waiting_call_with_a_reason(open_page: OpenPage, server: Server) -> None:
     def script(step: int) -> FakeReply:
         if step == 1:
@@ -295,6 +333,7 @@ def test_a_read_only_token_sees_no_controls(open_page: OpenPage, server: Server)
     assert "Waiting for an operator" in call.inner_text()
     assert tab.page.get_by_role("button", name="Approve").count() == 0
     assert tab.page.get_by_role("button", name="Cancel").count() == 0
+    assert tab.page.get_by_role("button", name="Send message").count() == 0
     assert "Read-only" in text_of(tab, ".controls")
     server.call("POST", f"/api/runs/{run_id}/approvals/call_ro", {"decision": "deny"})
     server.wait_state(run_id, "COMPLETED", "FAILED")

@@ -1,6 +1,6 @@
 // Page 2: one run, live — its state and budget, the timeline, the final answer, the message
 // history and the trace waterfall; controls for an operator (pause, resume, cancel, approve,
-// deny), hidden for a read-only role.
+// deny, a message to the run), hidden for a read-only role.
 
 import { ApiError, canOperate, get, me, post } from "./api.js";
 import { count, fill, h, seconds, stateBadge, usd, when } from "./dom.js";
@@ -129,6 +129,26 @@ export function mountRun(main, runId) {
 
   const timeline = new Timeline(timelineRoot, { approvalControls });
 
+  // Built once (the controls are rebuilt on every refresh): what is being typed stays.
+  const note = h("textarea", { id: "send-text", rows: 2, maxlength: 20000, placeholder: "It reads it at its next step" });
+  const sendButton = h("button", { type: "submit", class: "secondary" }, "Send message");
+  const sendBox = h("form", { class: "send-box", hidden: true, onsubmit: (event) => { event.preventDefault(); sendMessage(); } },
+    h("label", { for: "send-text" }, "Message to the run"), note, sendButton);
+
+  async function sendMessage() {
+    const content = note.value;
+    if (!content.trim()) { feedback.textContent = "Write a message first."; return; }
+    sendButton.disabled = true;
+    try {
+      const answer = await post(`${path}/messages`, { content });
+      feedback.textContent = `Message ${answer.message_id} sent: the run reads it at its next step.`;
+      note.value = "";
+    } catch (error) {
+      feedback.textContent = `Could not send the message: ${error.message}`;
+    }
+    sendButton.disabled = false;
+  }
+
   async function act(verb) {
     const button = controls.querySelector(`[data-action="${verb}"]`);
     if (button) button.disabled = true;
@@ -147,6 +167,7 @@ export function mountRun(main, runId) {
   }
 
   function renderControls() {
+    sendBox.hidden = !canOperate(role) || !run || TERMINAL.has(run.state);
     if (!canOperate(role)) {
       fill(controls, h("p", { class: "muted" }, "Read-only: your token cannot steer runs."));
       return;
@@ -234,7 +255,7 @@ export function mountRun(main, runId) {
         section("Timeline", "h-timeline", live, timelineRoot),
         answer),
       h("aside", { class: "run-side" },
-        section("Controls", "h-controls", controls, feedback),
+        section("Controls", "h-controls", controls, sendBox, feedback),
         section("Progress and budget", "h-budget", facts))),
     section("Trace", "h-trace", h("button", { type: "button", class: "secondary small", onclick: loadTrace }, "Refresh trace"), trace),
     section("Message history", "h-messages", h("button", { type: "button", class: "secondary small", onclick: loadMessages }, "Refresh messages"), messages));

@@ -196,3 +196,42 @@ def test_the_command_line_never_prints_the_api_key(tmp_path: Path) -> None:
     assert "HARNESS_TEMPORAL_API_KEY" in refused.stderr
     for output in (shown.stdout, shown.stderr, refused.stdout, refused.stderr):
         assert KEY not in output
+
+
+def test_config_show_says_where_the_runs_go_and_where_each_key_came_from(tmp_path: Path) -> None:
+    env = {**os.environ, "HARNESS_HOME": str(tmp_path)}
+    env.pop("HARNESS_TEMPORAL_API_KEY", None)
+    embedded = subprocess.run(
+        [HARNESS, "config", "show", "--json"], env=env, capture_output=True, text=True, check=True
+    )
+    rows = json.loads(embedded.stdout)
+    assert rows["runtime.backend"] == {"value": "embedded", "source": "built-in default"}
+    assert not any(k.startswith("runtime.temporal") for k in rows)  # nothing to say about it
+    configure(
+        tmp_path, '[runtime]\nbackend = "temporal"\nnamespace = "prod"\ntemporal_tls = true\n'
+    )
+    env["HARNESS_RUNTIME__TASK_QUEUE"] = "billing"
+    unset = json.loads(
+        subprocess.run(
+            [HARNESS, "config", "show", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert {k: v for k, v in unset.items() if k.startswith("runtime.")} == {
+        "runtime.backend": {"value": "temporal", "source": "runtime.backend"},
+        "runtime.temporal_address": {"value": "127.0.0.1:7233", "source": "built-in default"},
+        "runtime.namespace": {"value": "prod", "source": "runtime.namespace"},
+        "runtime.task_queue": {"value": "billing", "source": "HARNESS_RUNTIME__TASK_QUEUE"},
+        "runtime.temporal_tls": {"value": True, "source": "runtime.temporal_tls"},
+        "runtime.temporal_api_key": {"value": None, "source": "HARNESS_TEMPORAL_API_KEY (unset)"},
+    }
+    env["HARNESS_TEMPORAL_API_KEY"] = KEY
+    table = subprocess.run(
+        [HARNESS, "config", "show"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    key_row = next(line for line in table.splitlines() if line.startswith("runtime.temporal_api"))
+    assert key_row.split()[1:] == ["(set,", "hidden)", "HARNESS_TEMPORAL_API_KEY"]
+    assert KEY not in table

@@ -13,6 +13,7 @@ from harness.errors import ConfigError
 from harness.gateway.profiles import DEFAULT_PROFILE
 from harness.runtime._agents_config import LIMIT_KEYS, Layer, Overrides
 from harness.runtime._catalog import AgentCatalog, entry_point_names
+from harness.runtime.runtime_settings import API_KEY_ENV
 from harness.runtime.settings import Settings
 
 __all__ = ["Setting", "explain"]
@@ -77,7 +78,39 @@ def explain(
             value=experiment.name,
             source=f"experiments.{experiment.name}",
         )
+    found.update(_runtime(settings))
     return list(found.values())
+
+
+_TEMPORAL_KEYS = ("temporal_address", "namespace", "task_queue", "temporal_tls")
+
+
+def _runtime(settings: Settings) -> dict[str, Setting]:
+    """`[runtime]`: the engine the runs go to; where Temporal is, when they go there.
+
+    The API key shows as set or not, with its variable, never as its value.
+    """
+    runtime = settings.runtime
+    shown = (
+        "backend",
+        *(k for k in _TEMPORAL_KEYS if runtime.temporal or k in settings.runtime_set),
+    )
+    found: dict[str, Setting] = {}
+    for key in shown:
+        loc = ("runtime", key)
+        source = _source(settings, loc) if key in settings.runtime_set else _BUILT_IN
+        found[".".join(loc)] = Setting(
+            key=".".join(loc), value=getattr(runtime, key), source=source
+        )
+    if runtime.temporal:
+        key = "runtime.temporal_api_key"
+        given = runtime.temporal_api_key is not None
+        found[key] = Setting(
+            key=key,
+            value="(set, hidden)" if given else None,
+            source=API_KEY_ENV if given else f"{API_KEY_ENV} (unset)",
+        )
+    return found
 
 
 def _agent_name(

@@ -125,6 +125,9 @@ class Settings:
     defaults_set: frozenset[str] = frozenset()
     """The keys `[defaults]` sets, flat (`model`, `limits.max_steps`); the others are the
     built-in defaults (for `harness config show`)."""
+    runtime_set: frozenset[str] = frozenset()
+    """The keys `[runtime]` sets (in the file or by `HARNESS_RUNTIME__*`), for `harness
+    config show`."""
     env_keys: Mapping[tuple[str, ...], str] = field(default_factory=lambda: {})
     """Keys set by environment variables, with the variable (for `harness config show`)."""
     server: ServerConfig = field(default_factory=ServerConfig)
@@ -490,6 +493,7 @@ def _configured(
                 *(f"limits.{k}" for k in defaults.limits.model_fields_set),
             }
         ),
+        "runtime_set": frozenset(config.runtime.model_fields_set),
         "env_keys": dict(sources.env),
         "triggers": triggers_of(config, agents=exists, problem=sources.problem),
     }

@@ -16,6 +16,7 @@ import pytest
 from harness.core import Message, ToolCall, Usage
 from harness.core.events import (
     ContextCompacted,
+    Handoff,
     ModelCalled,
     ModelFallback,
     ModelResponded,
@@ -26,6 +27,7 @@ from harness.core.events import (
 from harness.core.usage import Prices
 from harness.observability.cost import read_cost
 from harness.store import EventStore, NewEvent, NewRun, StepWrite, open_store
+from harness.store.protocol import RunUpdate
 
 M = 1_000_000
 PAID = Prices(input=2.0, output=8.0, cached_input=0.5)
@@ -271,3 +273,46 @@ async def test_an_empty_store_costs_nothing(tmp_path: Path) -> None:
         report = await read_cost(empty, by=["model", "tool"])
     assert report.lines == ()
     assert (report.total.runs, report.total.usd) == (0, 0.0)
+
+
+async def test_a_run_handed_over_splits_its_cost_between_its_agents(store: EventStore) -> None:
+    # triage asks once and hands over (its call's result: 20 tokens); billing looks up
+    # (30 tokens) and answers. The run's row names its last agent, billing.
+    handoff = Handoff(
+        step=1, call_id="h1", from_agent="triage", to_agent="billing", reason=None, count=1
+    )
+    steps = [
+        (
+            [called("r1"), responded("cheap", CHEAP, usage(100, cost=100e-6), ("h1", "transfer"))],
+            [asks(("h1", "transfer"))],
+        ),
+        (
+            [completed("h1", "transfer", 0.0), NewEvent(payload=handoff)],
+            [result("h1", "transfer", 20)],
+        ),
+        (
+            [called("r2"), responded("cheap", CHEAP, usage(200, cost=200e-6), ("l1", "lookup"))],
+            [asks(("l1", "lookup"))],
+        ),
+        ([completed("l1", "lookup", 0.5)], [result("l1", "lookup", 30)]),
+        (
+            [called("r3"), responded("cheap", CHEAP, usage(400, cost=400e-6))],
+            [Message.assistant("ok")],
+        ),
+    ]
+    await write_run(store, "run_1", steps)
+    await store.append(StepWrite(run_id="run_1", update=RunUpdate(agent="billing")))
+    by_agent = {line.key["agent"]: line for line in (await read_cost(store, by=["agent"])).lines}
+    assert by_agent.keys() == {"triage", "billing"}
+    assert (by_agent["triage"].requests, by_agent["triage"].tokens.input) == (1, 100)
+    assert by_agent["triage"].usd == pytest.approx(100e-6)
+    assert (by_agent["billing"].requests, by_agent["billing"].tokens.input) == (2, 600)
+    assert by_agent["billing"].usd == pytest.approx(600e-6)
+    assert by_agent["triage"].runs == by_agent["billing"].runs == 1
+    lines = (await read_cost(store, by=["agent", "tool"])).lines
+    tools = {(line.key["agent"], line.key["tool"]): line for line in lines}
+    # transfer's result (20) rides in requests 2 and 3, both billing's: the call was triage's.
+    assert tools["triage", "transfer"].calls == 1
+    assert tools["triage", "transfer"].result_tokens == 20
+    assert tools["billing", "transfer"].tokens.input == 20 + 20
+    assert (tools["billing", "lookup"].calls, tools["billing", "lookup"].tokens.input) == (1, 30)

@@ -5,8 +5,10 @@ The events read are few (`FOLDED_TYPES`), dispatched on their payload's class.
 A model request is a `model_responded` event (or the summary request of a
 `context_compacted` event). The model that answered it is the one the event names, else
 the last `to_model` of the `model_fallback` notices of its request, else the model the
-`model_called` event named. Its price is known when the event carries the prices it was
-charged at, or (events written before prices were recorded) when it cost more than zero.
+`model_called` event named. The agent that made it is the run's agent at that point: a
+`handoff` event moves the run to another agent, so a run handed over splits between them.
+Its price is known when the event carries the prices it was charged at, or (events written
+before prices were recorded) when it cost more than zero.
 
 A tool result is in the history from the reply that called it on (results a resumed run
 inherited, from its start), and a request carries it unless a `context_compacted` event
@@ -23,6 +25,7 @@ from typing import Final
 
 from harness.core.events import (
     ContextCompacted,
+    Handoff,
     ModelCalled,
     ModelFallback,
     ModelResponded,
@@ -50,6 +53,7 @@ FOLDED_TYPES: Final = (
     "model_responded",
     "tool_completed",
     "context_compacted",
+    "handoff",
 )
 """The event types the fold reads."""
 
@@ -82,6 +86,8 @@ class Request:
     """What it cost; `None` when its price is unknown."""
     shares: tuple[ToolShare, ...] = ()
     """The tool results it carried, by tool."""
+    agent: str | None = None
+    """The agent that made it, when the run was handed over; `None`: the run's agent."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,6 +100,9 @@ class ToolCallDone:
     """The model whose reply made the call, when known."""
     seconds: float
     """How long it ran."""
+    agent: str | None = None
+    """The agent whose reply made the call, when the run was handed over; `None`: the
+    run's agent."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -104,9 +113,9 @@ class RunFold:
     """Its model requests."""
     calls: tuple[ToolCallDone, ...]
     """Its tool calls that ran."""
-    result_tokens: Mapping[tuple[str, str | None], int]
-    """Tokens of the results in its history (each once), by tool and the model whose reply
-    made the call (`None` when unknown)."""
+    result_tokens: Mapping[tuple[str, str | None, str | None], int]
+    """Tokens of the results in its history (each once), by tool, the model whose reply
+    made the call (`None` when unknown) and its agent (`None`: the run's)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -133,7 +142,11 @@ class _State:
     history_index: int = 0
     pending: _Pending = field(default_factory=_Pending)
     last_model: str | None = None
+    agent: str | None = None
+    """The agent the run is under, once a handoff says (before: the first handoff's
+    `from_agent`; `None` in a run never handed over)."""
     call_models: dict[str, str] = field(default_factory=lambda: {})
+    call_agents: dict[str, str | None] = field(default_factory=lambda: {})
     requests: list[Request] = field(default_factory=lambda: [])
     calls: list[ToolCallDone] = field(default_factory=lambda: [])
 
@@ -164,13 +177,16 @@ def fold_run(
         if result.call_id in asked:
             results.setdefault(result.call_id, deque()).append(result)
     names = {**(known_names or {}), **_names(events)}
-    state = _State(results=results, names=names, last_model=run_model)
+    first = next(iter(payloads(events, Handoff)), None)
+    agent = None if first is None else first.from_agent
+    state = _State(results=results, names=names, last_model=run_model, agent=agent)
     state.sent = [r for r in every if r.call_id not in asked]  # a resumed run inherited them
     for event in events:
         _see(state, event)
-    tokens: dict[tuple[str, str | None], int] = {}
+    tokens: dict[tuple[str, str | None, str | None], int] = {}
     for result in every:
-        key = (names.get(result.call_id, "?"), state.call_models.get(result.call_id))
+        call = result.call_id
+        key = (names.get(call, "?"), state.call_models.get(call), state.call_agents.get(call))
         tokens[key] = tokens.get(key, 0) + result.tokens
     return RunFold(requests=tuple(state.requests), calls=tuple(state.calls), result_tokens=tokens)
 
@@ -199,6 +215,8 @@ def _see(state: _State, event: RunEvent) -> None:
             _completed(state, completed)
         case ContextCompacted() as compacted:
             _compacted(state, compacted)
+        case Handoff(to_agent=to_agent):
+            state.agent = to_agent
         case _:
             pass
 
@@ -209,10 +227,13 @@ def _responded(state: _State, event: ModelResponded) -> None:
     carried = [r for r in state.sent if r.index >= state.history_index]
     shares = _shares(carried, state.names, event.usage, event.prices)
     usd = _usd(event.usage, event.prices)
-    state.requests.append(Request(model=model, usage=event.usage, usd=usd, shares=shares))
+    state.requests.append(
+        Request(model=model, usage=event.usage, usd=usd, shares=shares, agent=state.agent)
+    )
     state.last_model, state.pending = model, _Pending()
     for call in event.tool_calls:
         state.call_models[call.id] = model
+        state.call_agents[call.id] = state.agent
         waiting = state.results.get(call.id)
         if waiting:
             state.sent.append(waiting.popleft())
@@ -222,7 +243,10 @@ def _completed(state: _State, event: ToolCompleted) -> None:
     if event.status == "not_run":
         return
     call = ToolCallDone(
-        tool=event.tool, model=state.call_models.get(event.call_id), seconds=event.duration_s
+        tool=event.tool,
+        model=state.call_models.get(event.call_id),
+        seconds=event.duration_s,
+        agent=state.call_agents.get(event.call_id, state.agent),
     )
     state.calls.append(call)
 
@@ -233,7 +257,8 @@ def _compacted(state: _State, event: ContextCompacted) -> None:
     usage = event.usage
     if usage.requests or usage.input_tokens or usage.output_tokens:  # a summary was asked
         model = event.model or state.last_model or "?"
-        state.requests.append(Request(model=model, usage=usage, usd=_usd(usage, event.prices)))
+        usd = _usd(usage, event.prices)
+        state.requests.append(Request(model=model, usage=usage, usd=usd, agent=state.agent))
 
 
 def _shares(

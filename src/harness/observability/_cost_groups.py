@@ -199,7 +199,7 @@ class Groups:
         if "model" not in self._dims:
             self._sum(run, model=None, tool=None)  # a run without requests counts too
         for request in fold.requests:
-            self._sum(run, model=request.model, tool=None).request(request)
+            self._sum(run, model=request.model, tool=None, agent=request.agent).request(request)
 
     def lines(self) -> tuple[Line, ...]:
         """Every line, the most expensive first (then by key)."""
@@ -212,23 +212,26 @@ class Groups:
     def _add_tools(self, run: RunInfo, fold: RunFold) -> None:
         for request in fold.requests:
             for share in request.shares:
-                total = self._sum(run, model=request.model, tool=share.tool)
+                total = self._sum(run, model=request.model, tool=share.tool, agent=request.agent)
                 total.requests += 1
                 total.input += share.tokens
                 total.cached += share.cached
                 total.priced(share.usd)
         for call in fold.calls:
-            total = self._sum(run, model=call.model, tool=call.tool)
+            total = self._sum(run, model=call.model, tool=call.tool, agent=call.agent)
             total.calls += 1
             total.seconds += call.seconds
-        for (tool, model), tokens in fold.result_tokens.items():
-            self._sum(run, model=model, tool=tool).result_tokens += tokens
+        for (tool, model, agent), tokens in fold.result_tokens.items():
+            self._sum(run, model=model, tool=tool, agent=agent).result_tokens += tokens
 
-    def _sum(self, run: RunInfo, *, model: str | None, tool: str | None) -> _Sum:
+    def _sum(
+        self, run: RunInfo, *, model: str | None, tool: str | None, agent: str | None = None
+    ) -> _Sum:
+        """The sums of one key; `agent` is that of a request or call of a run handed over."""
         values = {
             "model": model,
             "tool": tool,
-            "agent": run.agent,
+            "agent": agent or run.agent,
             "task-type": run.task_type,
             "variant": run.variant,
             "day": run.day,

@@ -45,7 +45,7 @@ RUN = ("run", "--model", "openai:fake", "--base-url", "http://127.0.0.1:9/v1")
 @pytest.mark.parametrize(
     ("args", "config", "says"),
     [
-        ((*RUN, "--tools", "rm_rf", "hi"), b"", "no built-in tool is named 'rm_rf'"),
+        ((*RUN, "--tools", "rm_rf", "hi"), b"", "--tools: no tool is named 'rm_rf' (built-in: "),
         ((*RUN, "--tools", "bash,bash", "hi"), b"", "'bash' is named twice"),
         (("run", "--model", "foo:bar", "hi"), b"", "unknown model 'foo:bar'"),
         (("run", "--base-url", "ftp://127.0.0.1/v1", "hi"), b"", "is not an http(s) URL"),

@@ -15,6 +15,7 @@ from harness.errors import ConfigError
 from harness.runtime._catalog import AgentCatalog
 from harness.runtime.registry import ToolRegistry
 from harness.runtime.settings import load_settings
+from harness.testing import FakeOpenAIServer, FakeReply
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 
@@ -71,7 +72,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def harness(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def harness(project: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "HARNESS_HOME": str(project),
@@ -82,7 +83,7 @@ def harness(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     for name in ("HARNESS_MODEL", "HARNESS_STORE"):
         env.pop(name, None)
     return subprocess.run(
-        [HARNESS, *args], env=env, capture_output=True, text=True, timeout=120, cwd=project
+        [HARNESS, *args], env=env, capture_output=True, text=True, timeout=120, cwd=cwd or project
     )
 
 
@@ -226,3 +227,49 @@ def test_tools_list_mistakes_are_one_clear_line(
     missing = harness(empty, "tools", "list", "--agent", "solo")
     assert missing.returncode == 2
     assert "agent 'solo': no tool matches glob 'fs_*'. Tools: bash, edit_file" in missing.stderr
+
+
+def test_run_tools_takes_the_registry_s_tools_by_name_and_tag(project: Path) -> None:
+    (project / "harness.toml").write_text(
+        '[tools.count]\nfunction = "shop_tools:word_count"\ntags = ["text"]\n'
+    )
+    work = project / "work"
+    work.mkdir()
+    script = [
+        FakeReply.tool_call("count", {"text": "one two three"}),
+        FakeReply.tool_call("lookup_or_none", {}),
+        FakeReply.text("three words"),
+    ]
+    with FakeOpenAIServer(script) as server:
+        done = harness(
+            project,
+            *("run", "--json", "--model", "openai:fake", "--base-url", server.base_url),
+            *("--tools", "tag:text,list_*", "count the words"),
+            cwd=work,  # the file tools' workspace: not the home, which holds the store
+        )
+        offered = [t["function"]["name"] for t in server.requests[0].body["tools"]]
+    assert done.returncode == 0, done.stderr
+    assert sorted(offered) == ["count", "list_dir", "read_result"]
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    results = [e["payload"] for e in events if e["type"] == "tool_completed"]
+    assert (results[0]["tool"], results[0]["ok"], results[0]["result"]) == ("count", True, "3")
+    assert results[1]["status"] == "unknown_tool"  # what the model named is not offered
+
+
+@pytest.mark.parametrize(
+    ("tools", "says"),
+    [
+        ("count,nope", "--tools: no tool is named 'nope' (built-in: "),
+        ("nope", "[tools.NAME]: count; a Python function becomes a tool by name"),
+        ("github.search", "names a tool of MCP server 'github', which is not configured"),
+        ("count,count", "--tools: 'count' is named twice"),
+    ],
+)
+def test_run_tools_refuses_what_the_registry_does_not_have(
+    project: Path, tools: str, says: str
+) -> None:
+    (project / "harness.toml").write_text('[tools.count]\nfunction = "shop_tools:word_count"\n')
+    done = harness(project, "run", "--model", "openai:fake", "--tools", tools, "go")
+    assert done.returncode == 2
+    assert says in " ".join(done.stderr.split())
+    assert "Traceback" not in done.stderr

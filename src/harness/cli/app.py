@@ -59,7 +59,10 @@ def run(
     ] = None,
     tools: Annotated[
         str | None,
-        typer.Option(help=f"Comma-separated built-in tools, or 'none' (default: {DEFAULT_TOOLS})."),
+        typer.Option(
+            help="Comma-separated tools of the registry: built-in tools, [tools.NAME] tools, "
+            f"tag:TAG, SERVER.TOOL, a glob (fs_*); or 'none' (default: {DEFAULT_TOOLS})."
+        ),
     ] = None,
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="Stop after this many steps.")
@@ -144,7 +147,7 @@ def run(
             name="cli",
             model=settings.default_model,
             base_url=base_url,
-            tools=_tool_names(tools or DEFAULT_TOOLS),
+            tools=_tool_names(tools or DEFAULT_TOOLS, settings),
             limits=settings.default_limits,
             workspace=workspace.resolve() if workspace else None,
             network=network,
@@ -292,24 +295,48 @@ def _check_task_type(task_type: str | None) -> None:
         raise ConfigError(f"--task-type: {exc}") from exc
 
 
-def _tool_names(option: str) -> list[str]:
-    """The built-in tools `--tools` names.
+def _tool_names(option: str, settings: Settings) -> list[str]:
+    """The tools `--tools` picks from the registry, as an agent's `tools` names them.
+
+    Built-in tools and `[tools.NAME]` tools by name, `tag:TAG`, a glob and `SERVER.TOOL`
+    (of a configured `[mcp.SERVER]`); a tag, glob or MCP tool that picks nothing fails when
+    the run is submitted, with the list of what exists.
 
     Raises:
-        ConfigError: A name that is no built-in tool, or one named twice.
+        ConfigError: A name that is no tool, one of an unknown MCP server, or one named
+            twice.
     """
+    from harness.runtime.registry import is_selector
     from harness.tools.builtin import BUILTIN_TOOLS
 
     names = [name.strip() for name in option.split(",") if name.strip()]
     if names == ["none"]:
         return []
-    known = ", ".join(sorted(BUILTIN_TOOLS))
     for index, name in enumerate(names):
-        if name not in BUILTIN_TOOLS:
-            raise ConfigError(f"--tools: no built-in tool is named {name!r} (built-in: {known})")
+        server = name.partition(".")[0] if "." in name and not name.startswith("tag:") else None
+        if server is not None and not is_selector(server) and server not in settings.mcp_servers:
+            known = ", ".join(sorted(settings.mcp_servers)) or "none"
+            raise ConfigError(
+                f"--tools: {name!r} names a tool of MCP server {server!r}, which is not "
+                f"configured (configured: {known}); add an [mcp.{server}] table"
+            )
+        if not (name in BUILTIN_TOOLS or name in settings.tools or is_selector(name) or server):
+            raise ConfigError(f"--tools: no tool is named {name!r} ({_known_tools(settings)})")
         if name in names[:index]:
             raise ConfigError(f"--tools: {name!r} is named twice")
     return names
+
+
+def _known_tools(settings: Settings) -> str:
+    from harness.tools.builtin import BUILTIN_TOOLS
+
+    found = f"built-in: {', '.join(sorted(BUILTIN_TOOLS))}"
+    if settings.tools:
+        found += f"; [tools.NAME]: {', '.join(sorted(settings.tools))}"
+    return (
+        f"{found}; a Python function becomes a tool by name with a [tools.NAME] table "
+        "whose function = 'package.module:function'"
+    )
 
 
 def _explicit(

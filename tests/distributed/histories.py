@@ -7,7 +7,7 @@ timer, a signal handled otherwise) fails it with a `NondeterminismError`.
 
 Record new histories with
 
-    .venv/bin/python tests/distributed/histories.py [--address HOST:PORT] [--tag TAG]
+    .venv/bin/python tests/distributed/histories.py [--address HOST:PORT] [--tag TAG] [--only S]
 
 which starts a Temporal dev server of its own (unless --address names one), runs each
 scenario below with a worker in this process, and writes SCENARIO-TAG.json (TAG: today's
@@ -41,7 +41,7 @@ from harness.runtime._temporal import TemporalHost
 from harness.runtime.runtime_settings import RuntimeSettings
 
 sys.path.insert(0, str(Path(__file__).parent / "processes"))
-from history_agent import NAME, recorded_agent
+from history_agent import LISTENER, NAME, SUPERVISOR, TRIAGE, recorded_agents
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "temporal"
 
@@ -53,7 +53,7 @@ async def replay(history: Path, home: Path) -> None:
         NondeterminismError: The code no longer does what the history recorded.
     """
     recorded = WorkflowHistory.from_json(history.stem, history.read_text(encoding="utf-8"))
-    async with Harness(Settings(home=home), agents=(recorded_agent(),), execute=False) as h:
+    async with Harness(Settings(home=home), agents=recorded_agents(), execute=False) as h:
         host = TemporalHost(h.store, h._agents, h._resources, h.bus)
         with hosted(None, host):  # the Replayer's workflows find the agent here
             await Replayer(workflows=[RunWorkflow]).replay_workflow(recorded)
@@ -110,19 +110,54 @@ async def cancel_in_flight(h: Harness, gate: asyncio.Event) -> str:
     return run_id
 
 
-SCENARIOS = {"approve-pause-resume": approve_pause_resume, "cancel-in-flight": cancel_in_flight}
+async def handoff(h: Harness, gate: asyncio.Event) -> str:
+    """Triage hands the conversation over to billing, which looks up and answers."""
+    run_id = await h.submit(TRIAGE, "I was charged twice")
+    result = await h.wait(run_id, timeout=60)
+    assert result.output == "the charge is refunded", result
+    return run_id
 
 
-async def record(address: str, tag: str, home: Path) -> list[Path]:
-    """Run every scenario on the server at `address`; write and replay their histories."""
+async def children(h: Harness, gate: asyncio.Event) -> str:
+    """A supervisor calls its researcher agent twice at once: two child workflows."""
+    run_id = await h.submit(SUPERVISOR, "survey")
+    result = await h.wait(run_id, timeout=60)
+    assert result.output == "found topic 0 | found topic 1", result
+    return run_id
+
+
+async def message(h: Harness, gate: asyncio.Event) -> str:
+    """A run waits for a message (a workflow timer) and is woken by `Harness.send`."""
+    run_id = await h.submit(LISTENER, "listen")
+    await _until(h, run_id, _has("run_waiting"))
+    await h.send(run_id, "the build is green", sender="recorder")
+    result = await h.wait(run_id, timeout=60)
+    assert result.output == "heard: [message from recorder]: the build is green", result
+    return run_id
+
+
+SCENARIOS = {
+    "approve-pause-resume": approve_pause_resume,
+    "cancel-in-flight": cancel_in_flight,
+    "handoff": handoff,
+    "children": children,
+    "message": message,
+}
+
+
+async def record(address: str, tag: str, home: Path, only: list[str] | None = None) -> list[Path]:
+    """Run the scenarios (`only` those) on the server at `address`; write and replay their
+    histories."""
     client: Client = await connect(address)
     written: list[Path] = []
     for name, scenario in SCENARIOS.items():
+        if only and name not in only:
+            continue
         gate = asyncio.Event()
         queue = f"record-{uuid.uuid4().hex[:8]}"
         runtime = RuntimeSettings(backend="temporal", temporal_address=address, task_queue=queue)
         settings = Settings(home=home / name, runtime=runtime)
-        async with Harness(settings, agents=(recorded_agent(gate),)) as h:
+        async with Harness(settings, agents=recorded_agents(gate)) as h:
             run_id = await scenario(h, gate)
             handle = client.get_workflow_handle(run_id)
             await handle.result()  # the workflow's end, after the run's end in the store
@@ -139,16 +174,19 @@ def main() -> None:
     parser.add_argument("--address", help="a running Temporal server (default: start one)")
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
     parser.add_argument("--tag", default=today, help="the files' suffix (default: today)")
+    parser.add_argument(
+        "--only", action="append", choices=sorted(SCENARIOS), help="record this scenario only"
+    )
     args = parser.parse_args()
     FIXTURES.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="harness-histories-") as directory:
         home = Path(directory)
         if args.address:
-            written = asyncio.run(record(args.address, args.tag, home))
+            written = asyncio.run(record(args.address, args.tag, home, args.only))
         else:
             config = DevServerConfig(db_filename=home / "temporal.db", port=free_port())
             with DevServer(config) as server:
-                written = asyncio.run(record(server.address, args.tag, home))
+                written = asyncio.run(record(server.address, args.tag, home, args.only))
     for path in written:
         print(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
 

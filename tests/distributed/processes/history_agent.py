@@ -10,6 +10,7 @@ would.
 """
 
 import asyncio
+from collections.abc import Callable
 
 from harness import Agent, Message, ModelRequest, tool
 from harness.gateway.scripted import FunctionModel, call, reply
@@ -46,6 +47,73 @@ def _script(request: ModelRequest) -> Message:
     if len(done) == 1:
         return reply(None, call("publish", {"text": f"about {task}"}, id="p1"))
     return reply(f"published about {task}")
+
+
+def _triage(request: ModelRequest) -> Message:
+    return reply(None, call("transfer_to_recorded_billing", {"reason": "a charge"}, id="h1"))
+
+
+def _billing(request: ModelRequest) -> Message:
+    if not any(m.role == "tool" and m.name == "lookup" for m in request.messages):
+        return reply(None, call("lookup", {"topic": "charges"}, id="b1"))
+    return reply("the charge is refunded")
+
+
+def _supervisor(request: ModelRequest) -> Message:
+    results = [m.content or "" for m in request.messages if m.role == "tool"]
+    if not results:
+        calls = [call(RESEARCHER, {"task": f"topic {i}"}, id=f"r{i}") for i in range(2)]
+        return reply(None, *calls)
+    return reply(" | ".join(results))
+
+
+def _researcher(request: ModelRequest) -> Message:
+    task = next(m.content or "" for m in request.messages if m.role == "user")
+    if not any(m.role == "tool" for m in request.messages):
+        return reply(None, call("lookup", {"topic": task}, id="x1"))
+    return reply(f"found {task}")
+
+
+def _listener(request: ModelRequest) -> Message:
+    heard = [m.content for m in request.messages if m.role == "tool"]
+    if not heard:
+        return reply(None, call("wait_for_message", {"timeout_s": 60}, id="w1"))
+    return reply(f"heard: {heard[-1]}")
+
+
+TRIAGE, BILLING, SUPERVISOR, RESEARCHER, LISTENER = (
+    "recorded_triage",
+    "recorded_billing",
+    "recorded_supervisor",
+    "recorded_researcher",
+    "recorded_listener",
+)
+
+
+def recorded_agents(gate: asyncio.Event | None = None) -> tuple[Agent, ...]:
+    """Every agent of the recorded histories: `recorded_agent(gate)`, a triage agent that
+    hands over to billing, a supervisor with two researcher children, and a listener that
+    waits for a message."""
+
+    def model(script: Callable[[ModelRequest], Message], name: str) -> FunctionModel:
+        return FunctionModel(script, name=name, keep_requests=False)
+
+    billing = Agent(
+        name=BILLING, model=model(_billing, "billing-model"), tools=[lookup], description="Charges."
+    )
+    researcher = Agent(name=RESEARCHER, model=model(_researcher, "research-model"), tools=[lookup])
+    return (
+        recorded_agent(gate),
+        Agent(name=TRIAGE, model=model(_triage, "triage-model"), handoffs=[billing]),
+        billing,
+        Agent(
+            name=SUPERVISOR,
+            model=model(_supervisor, "supervisor-model"),
+            tools=[researcher.as_tool(description="Research one topic.")],
+        ),
+        researcher,
+        Agent(name=LISTENER, model=model(_listener, "listener-model"), tools=["wait_for_message"]),
+    )
 
 
 def recorded_agent(gate: asyncio.Event | None = None) -> Agent:

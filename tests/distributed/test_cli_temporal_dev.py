@@ -330,3 +330,21 @@ def test_a_data_file_it_cannot_write_is_a_clear_error(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert f"cannot write {blocked / 'x'}" in " ".join(done.stderr.split())
     assert "Traceback" not in done.stderr
+
+
+def test_a_command_killed_with_sigkill_leaves_no_server(project: Path, running: list[Dev]) -> None:
+    port = free_port()
+    dev = start(["--headless", "--port", str(port)], cwd=project)
+    running.append(dev)
+    dev.read_until("Ctrl-C stops it.")
+    server = dev.server_pid()
+    dev.process.kill()  # nothing of the command runs: no stop, no SIGTERM to the group
+    dev.process.wait(10)
+    deadline = time.monotonic() + 30
+    while not gone(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not gone(server):  # the fixture cannot find the server of a dead command: kill it here
+        os.kill(server, signal.SIGKILL)
+        raise AssertionError("the server outlived the command that started it")
+    with pytest.raises(ConnectionRefusedError):  # and nothing listens on its port any more
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()

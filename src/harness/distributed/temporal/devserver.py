@@ -14,7 +14,9 @@ version-info.temporal.io at start. The WAL pragmas double its throughput on a fi
 
 The server is ready when a client connects and the namespace describes. It runs in a process
 group of its own: Ctrl-C in a terminal reaches the caller, who stops it, and `stop` sends
-SIGTERM to the group, then SIGKILL after a grace period. Whatever goes wrong at start (no
+SIGTERM to the group, then SIGKILL after a grace period. On Linux the server also gets
+SIGTERM when the thread that started it dies (`PR_SET_PDEATHSIG`), so a caller killed with
+SIGKILL, which stops nothing, leaves no server behind. Whatever goes wrong at start (no
 binary, a port in use, the process exiting, no readiness in time) raises DevServerError with
 the end of the server's log.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import errno
 import os
 import shutil
@@ -31,6 +34,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -273,9 +277,33 @@ def _popen(command: list[str], env: dict[str, str], log: IO[bytes]) -> subproces
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
+            preexec_fn=_dies_with(os.getpid()),
         )
     except OSError as exc:
         raise DevServerError(f"cannot run {command[0]}: {exc.strerror or exc}") from exc
+
+
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _dies_with(parent: int) -> Callable[[], None] | None:
+    """What the child runs before `exec` so that it gets SIGTERM when `parent` dies (Linux).
+
+    prctl is looked up here, before the fork: the child only calls it. A parent that died
+    between the fork and the prctl is seen by the child's parent id, which is no longer it.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def die_with_parent() -> None:
+        if prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0 and os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return die_with_parent
 
 
 def _require_free(port: int, flag: str) -> None:

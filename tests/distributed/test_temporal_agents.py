@@ -6,6 +6,7 @@ models.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -22,11 +23,13 @@ from harness.core.events import (
     RunPaused,
     RunStarted,
     RunWaiting,
+    ToolCompleted,
     WaitEnded,
     payloads,
 )
 from harness.core.states import RunState
 from harness.runtime import Settings
+from harness.runtime.child_limits import ChildLimits
 from harness.runtime.children import child_run_id, run_tree
 from harness.runtime.runtime_settings import RuntimeSettings
 from harness.testing import FunctionModel, ScriptedModel, call, reply
@@ -161,6 +164,29 @@ async def test_a_supervisor_with_two_researcher_children_as_embedded(
         "survey/topic-1",
         "survey/topic-1",
     ]  # once per backend
+
+
+async def test_parallel_agent_calls_count_each_other_s_children_as_embedded(
+    tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three calls at once, room for two: one is refused, on both backends alike."""
+    monkeypatch.setattr(tree_agents, "FAN_OUT", 3)
+    monkeypatch.setattr(tree_agents, "LEDGER", tmp_path / "ledger")
+    limits = ChildLimits(max_children=2)
+    outcomes: dict[str, tuple[int, list[bool]]] = {}
+    for backend, settings in (
+        ("embedded", Settings(home=tmp_path / "embedded", children=limits)),
+        ("temporal", temporal(tmp_path / "temporal", temporal_address, task_queue)),
+    ):
+        settings = dataclasses.replace(settings, children=limits)
+        async with Harness(settings) as h:
+            run_id = await h.submit(tree_agents.supervisor(), "survey")
+            await h.wait(run_id, timeout=60)
+            children = await h.store.list_runs(parent_run_id=run_id, limit=None)
+            done = payloads(await h.store.events(run_id), ToolCompleted)
+        refused = [not d.ok and "max_children" in (d.result or "") for d in done]
+        outcomes[backend] = (len(children), sorted(refused))
+    assert outcomes["temporal"] == outcomes["embedded"] == (2, [False, False, True])
 
 
 async def test_a_cancelled_parent_cancels_the_child_it_waits_for(

@@ -5,7 +5,9 @@ embedded:
 
 1. the `harness.start_child` local activity makes the child's row unless it exists: its id
    derived from the run and the call (`child_run_id`), `parent_run_id`, `root_run_id` and
-   `depth`, or a refusal (`[children]` limits) the model reads as a tool error;
+   `depth`, or a refusal (`[children]` limits) the model reads as a tool error. Parallel
+   calls of one step take turns here (patch `serial-child-starts`), so that they count each
+   other's children;
 2. `child_started`, then the call parks (`run_waiting`; the run's row WAITING_TOOL), and the
    step is written before the child starts;
 3. the child's workflow starts as a child of this one (workflow id = the child's run id, so
@@ -43,6 +45,8 @@ from ._sink import WorkflowSink
 __all__ = ["CHILD_ENDED", "START_CHILD", "WorkflowChildren"]
 
 START_CHILD: Final = "harness.start_child"
+SERIAL_STARTS: Final = "serial-child-starts"
+"""The patch that made parallel agent-tool calls start their children one at a time."""
 CHILD_ENDED: Final = "harness.child_ended"
 
 _RETRY = RetryPolicy(
@@ -82,6 +86,9 @@ class WorkflowChildren:
         self._handles: dict[str, ChildWorkflowHandle[Any, Any]] = {}
         """The child workflows this workflow started, by run id (waited for again after a
         pause of this run)."""
+        self._starting = asyncio.Lock()
+        """Parallel calls count their children and make their rows one at a time, as
+        embedded: two calls at `max_children - 1` would otherwise both start one."""
 
     async def run(self, agent: Any, task: str, context: ToolContext) -> ToolResult:
         """Run `agent` on `task` as a child workflow and answer with its result.
@@ -90,16 +97,18 @@ class WorkflowChildren:
             ToolError: The child failed or was cancelled, or a limit refused it.
         """
         name = agent if isinstance(agent, str) else str(agent.name)
-        made = await self._local(
-            START_CHILD,
-            {
-                "run_id": self._run_id,
-                "key": self._key(),
-                "agent": name,
-                "task": task,
-                "call_id": context.call_id,
-            },
-        )
+        start = {
+            "run_id": self._run_id,
+            "key": self._key(),
+            "agent": name,
+            "task": task,
+            "call_id": context.call_id,
+        }
+        if workflow.patched(SERIAL_STARTS):
+            async with self._starting:
+                made = await self._local(START_CHILD, start)
+        else:  # a run started before the patch replays its parallel starts
+            made = await self._local(START_CHILD, start)
         if "error" in made:
             raise ToolError(str(made["error"]), hint=made.get("hint"))
         child_id = str(made["child_run_id"])

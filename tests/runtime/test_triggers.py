@@ -12,6 +12,7 @@ import pytest
 from harness import Harness
 from harness.core.events import RunSubmitted, TriggerFired, payloads
 from harness.errors import ConfigError
+from harness.observability.context import TraceContext
 from harness.runtime import Settings, load_settings
 from harness.runtime._trigger_rules import MAX_CHAIN
 from harness.runtime.triggers import trigger_run_id
@@ -369,3 +370,20 @@ async def test_a_trigger_that_cannot_start_its_run_waits_and_fires_once_it_can(
         (review,) = await settled(full, "reviewer", 1)
     assert source(review) == coded.run_id
     assert "queue" in caplog.text
+
+
+async def test_a_triggered_run_continues_the_trace_of_its_source_run(
+    tmp_path: Path, store_target: str
+) -> None:
+    async with harness(tmp_path, store_target) as h:
+        review_on(h)
+        coded = await h.run("coder", "fix bug 7")
+        (review,) = await settled(h, "reviewer", 1)
+        coder_row = await h.get(coded.run_id)
+    assert coder_row.trace_parent is not None
+    assert review.trace_parent is not None
+    source_trace = TraceContext.parse(coder_row.trace_parent)
+    own = TraceContext.parse(review.trace_parent)
+    assert own.trace_id == source_trace.trace_id  # one trace: the coder's, then its review
+    assert own.span_id != source_trace.span_id
+    assert review.metadata["trace_caller"] == source_trace.span_id  # under the coder's run span

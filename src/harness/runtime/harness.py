@@ -285,7 +285,10 @@ class Harness:
             )
 
     async def _new_trace(self, parent_run_id: str | None) -> TraceContext:
-        """A new run's trace context: under the run it continues or its parent, else new."""
+        """A new run's trace context: under the run it continues or its parent, else new.
+
+        A run a trigger started continues the trace of the run whose event fired it.
+        """
         parent = await self.store.get_run(parent_run_id) if parent_run_id else None
         if parent is not None and parent.trace_parent is not None:
             return TraceContext.new(stored_context(parent))
@@ -544,7 +547,9 @@ class Harness:
                     "submit later, or raise max_queue / the concurrency limits"
                 )
         self.register(base)
-        trace = await self._new_trace(resumed_from or (child_of and child_of.parent_run_id))
+        trace = await self._new_trace(
+            resumed_from or (child_of and child_of.parent_run_id) or _source_run(_origin)
+        )
         if trace.parent_span_id is not None:
             metadata["trace_caller"] = trace.parent_span_id
         run = NewRun(
@@ -1034,6 +1039,15 @@ class Harness:
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()
+
+
+def _source_run(origin: Firing | None) -> str | None:
+    """The run whose event fired the trigger of `origin`, if any."""
+    if origin is None:
+        return None
+    fired: Mapping[str, Any] = origin.metadata.get("trigger") or {}
+    source = fired.get("source_run_id")
+    return source if isinstance(source, str) else None
 
 
 def _run_metadata(

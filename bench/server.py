@@ -81,6 +81,9 @@ def write_home(home: Path, base_url: str) -> None:
     (home / "ws").mkdir(parents=True, exist_ok=True)
     (home / "harness.toml").write_text(
         f"""
+[server]
+max_streams_per_token = 10000   # every subscriber here holds the one bench token
+
 [server.tokens.bench]
 sha256 = "{hash_token(TOKEN)}"
 role = "admin"

@@ -414,6 +414,8 @@ def test_a_port_in_use_and_bad_flags_are_clear_errors(tmp_path: Path) -> None:
         (f'[server.tokens.bob]\nsha256 = "{"a" * 64}"', "server.tokens.bob.role"),
         ('[server]\ncors_origins = ["*"]', "is not an origin"),
         ("[server]\nmax_body_bytes = 10", "server.max_body_bytes"),
+        ("[server]\nmax_streams = 0", "server.max_streams"),
+        ('[server]\nmax_streams_per_token = "many"', "server.max_streams_per_token"),
     ],
 )
 def test_bad_server_tables_are_clear_errors(tmp_path: Path, table: str, words: str) -> None:
@@ -459,3 +461,42 @@ def test_a_new_token_works_with_its_role_and_a_made_token_without_any(tmp_path: 
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
         assert httpx.get(f"{url}/readyz").json() == {"status": "ready"}
         assert httpx.get(f"{url}/api/runs").status_code == 401
+
+
+def test_event_streams_are_capped_per_token_and_in_all(tmp_path: Path) -> None:
+    write_config(tmp_path, "http://127.0.0.1:9/v1")
+    text = (tmp_path / "harness.toml").read_text()
+    limits = "[server]\nmax_streams = 3\nmax_streams_per_token = 2\n"
+    (tmp_path / "harness.toml").write_text(text.replace("[server]\n", limits, 1))
+    with serving(tmp_path) as (url, _), ExitStack() as stack:
+        clients = {
+            role: stack.enter_context(httpx.Client(base_url=url, headers=bearer(role), timeout=30))
+            for role in ("read", "operate", "admin")
+        }
+
+        def open_stream(role: str) -> httpx.Response:
+            response = stack.enter_context(clients[role].stream("GET", "/api/events"))
+            assert response.status_code == 200, response.read()
+            return response
+
+        first = open_stream("read")
+        open_stream("read")
+        refused = clients["read"].get("/api/events")
+        assert refused.status_code == 429
+        assert refused.headers["retry-after"] == "5"
+        assert "token 'read-user' holds 2 event streams open" in refused.json()["detail"]
+        assert "max_streams_per_token" in refused.json()["detail"]
+        open_stream("operate")  # another token still gets one: the third of three
+        full = clients["admin"].get("/api/events")
+        assert full.status_code == 503
+        assert "max_streams" in full.json()["detail"]
+        assert clients["read"].get("/api/runs").status_code == 200  # other requests: served
+        first.close()  # a stream whose client left gives its place back (at its next write)
+        deadline = time.monotonic() + 10
+        while True:
+            with clients["read"].stream("GET", "/api/events") as again:
+                if again.status_code == 200:
+                    break
+                assert again.status_code == 503, again.read()  # all three still counted
+            assert time.monotonic() < deadline, "the closed stream's place never came back"
+            time.sleep(0.1)

@@ -292,6 +292,8 @@ class _ServerEntry(BaseModel):
     keepalive_s: float = Field(default=15.0, gt=0)
     session_hours: float = Field(default=12.0, gt=0)
     live_steps: bool = True
+    max_streams: int = Field(default=1000, ge=1)
+    max_streams_per_token: int = Field(default=100, ge=1)
 
     @field_validator("cors_origins")
     @classmethod
@@ -324,6 +326,8 @@ class _ServerEntry(BaseModel):
             keepalive_s=self.keepalive_s,
             session_hours=self.session_hours,
             live_steps=self.live_steps,
+            max_streams=self.max_streams,
+            max_streams_per_token=self.max_streams_per_token,
         )
 
 

@@ -44,3 +44,8 @@ class ServerConfig:
     live_steps: bool = True
     """The runs `harness serve` executes commit each step before its model call, so that
     their event streams show the model called (and a safe tool's result) while it thinks."""
+    max_streams: int = 1000
+    """Event streams open at once, all callers together; one more is refused (503)."""
+    max_streams_per_token: int = 100
+    """Event streams one token (or session) may hold open at once; one more is refused
+    (429): a client that leaks its connections cannot take every stream."""

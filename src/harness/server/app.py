@@ -65,7 +65,7 @@ def create_app(
     from harness import __version__
 
     config = config or harness.settings.server
-    streams = Streams()
+    streams = Streams(max_open=config.max_streams, max_per_name=config.max_streams_per_token)
     feed: LiveFeed | None = None
 
     @asynccontextmanager

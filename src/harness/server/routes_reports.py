@@ -62,14 +62,15 @@ async def me(principal: Reader) -> dict[str, Any]:
 )
 async def all_events(
     request: Request,
-    _: Reader,
+    principal: Reader,
     types: Annotated[str | None, Query(description="Event types, comma-separated.")] = None,
 ) -> StreamingResponse:
     """Every run's events from now on, whichever process executes the run."""
     state = request.app.state
     wanted = [t.strip() for t in types.split(",") if t.strip()] if types else None
     stream = state.feed.stream(state.streams, types=wanted, keepalive_s=state.config.keepalive_s)
-    return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
+    admitted = state.streams.admit(principal.name, stream)
+    return StreamingResponse(admitted, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 def _row(line: CostLine, dimension: Dimension | None) -> dict[str, Any]:

@@ -255,7 +255,7 @@ def _after(request: Request, after: int | None) -> int:
 async def run_events(
     request: Request,
     run_id: str,
-    _: Reader,
+    principal: Reader,
     after: Annotated[int | None, Query(ge=0, le=_MAX_SEQ)] = None,
 ) -> StreamingResponse:
     """Stored events after `after` (or `Last-Event-ID`), then live ones; ends after the last."""
@@ -269,7 +269,8 @@ async def run_events(
         streams=state.streams,
         keepalive_s=state.config.keepalive_s,
     )
-    return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
+    admitted = state.streams.admit(principal.name, stream)
+    return StreamingResponse(admitted, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 @router.post("/runs/{run_id}/messages", status_code=201, summary="Send a message to a run")

@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Generator
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from harness.core.codec import dumps, event_to_dict
 from harness.core.events import RunEvent
 from harness.core.states import TERMINAL_STATES, RunState
 from harness.runtime.harness import Harness
+from harness.server.problems import Problem
 from harness.store.protocol import EventStore, RunRecord
 
 __all__ = [
@@ -57,13 +59,45 @@ class Streams:
     """The open streams' queues, so that stopping the server ends every one of them.
 
     It also holds the tail of each run that streams follow (`tail`): one reader of the
-    store per run, however many streams the run has.
+    store per run, however many streams the run has; and it admits streams (`admit`) up to
+    `max_open` at once, `max_per_name` of one caller.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_open: int = 1000, max_per_name: int = 100) -> None:
         self._queues: set[asyncio.Queue[object]] = set()
         self._tails: dict[str, RunTail] = {}
         self.closing = False
+        self.max_open, self.max_per_name = max_open, max_per_name
+        self._admitted: dict[str, int] = {}
+        self._total = 0
+
+    def admit(self, name: str, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """`stream`, counted against the limits until it ends (or is dropped unstarted).
+
+        Raises:
+            Problem: 503 when `max_open` streams are open, 429 when `name` holds
+                `max_per_name`; both with `Retry-After`.
+        """
+        retry = {"Retry-After": "5"}
+        if self._total >= self.max_open:
+            detail = f"{self._total} event streams are open, the most this server keeps"
+            raise Problem(503, f"{detail} ([server] max_streams); retry later", retry)
+        held = self._admitted.get(name, 0)
+        if held >= self.max_per_name:
+            detail = f"token {name!r} holds {held} event streams open, the most one may"
+            raise Problem(429, f"{detail} ([server] max_streams_per_token); close some", retry)
+        self._admitted[name] = held + 1
+        self._total += 1
+        release = weakref.finalize(stream, self._release, name)  # unstarted, then dropped
+        return _counted(stream, release)
+
+    def _release(self, name: str) -> None:
+        self._total -= 1
+        left = self._admitted[name] - 1
+        if left:
+            self._admitted[name] = left
+        else:
+            del self._admitted[name]
 
     @contextlib.contextmanager
     def open(self, maxsize: int = 0) -> Generator[asyncio.Queue[object]]:
@@ -115,6 +149,17 @@ class Streams:
     def tails(self) -> int:
         """How many runs are followed (one store reader each)."""
         return len(self._tails)
+
+
+async def _counted(
+    stream: AsyncIterator[bytes], release: weakref.finalize[Any, Any]
+) -> AsyncIterator[bytes]:
+    """`stream`'s chunks; its admission is given back when it ends, however it ends."""
+    try:
+        async for chunk in stream:
+            yield chunk
+    finally:
+        release()
 
 
 def _offer(queue: asyncio.Queue[object], item: object, *, force: bool = False) -> bool:

@@ -258,7 +258,9 @@ def test_send_a_message_to_a_running_run(open_page: OpenPage, server: Server) ->
         if step == 2:
             thinking.wait(60)
         if step < 5:
-            call = FakeReply.tool_call("lookup_order", {"order_id": f"S-{step}"}, id=f"call_s{step}")
+            call = FakeReply.tool_call(
+                "lookup_order", {"order_id": f"S-{step}"}, id=f"call_s{step}"
+            )
             return dataclasses.replace(call, delay_s=0.3)
         return FakeReply.text("heard you")
 

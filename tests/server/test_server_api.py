@@ -345,6 +345,13 @@ async def test_a_message_that_cannot_be_sent_is_a_clear_problem(api: Api) -> Non
     assert blank.json()["detail"] == f"cannot send to run {run_id}: the message is empty"
     nameless = await api.post(path, content="hi", sender="  ")
     assert nameless.json()["detail"] == f"cannot send to run {run_id}: the sender has no name"
+    half = await api.client.post(
+        path,
+        content=b'{"content": "a lone \\ud800 half"}',
+        headers={**bearer("operate"), "content-type": "application/json"},
+    )
+    assert half.status_code == 422  # broken Unicode never reaches the store
+    assert half.json()["detail"].startswith("content: ")
     long_key = {**bearer("operate"), "Idempotency-Key": "k" * 201}
     refused = await api.client.post(path, json={"content": "hi"}, headers=long_key)
     assert refused.status_code == 422

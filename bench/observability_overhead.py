@@ -4,6 +4,7 @@
         [--latency 0.05] [--variants plain,metrics,traces,both] [--against SRC]
     python bench/observability_overhead.py --profile traces [--runs 1000]
     python bench/observability_overhead.py --subscribers
+    valgrind --tool=cachegrind python bench/observability_overhead.py --replay both 1100
 
 The runs are those of `bench/durable.py` (the peers' task through
 `bench/peers_adapters/harness_durable.py`: model → tool → model, every event and message
@@ -23,6 +24,11 @@ table shows medians:
 `@SRC` rows. `--profile VARIANT` profiles one burst in this process (cProfile): Python calls
 per run and the functions that take the most time. `--subscribers` times the metrics
 subscriber and the trace subscriber alone on the events of a real run.
+`--replay VARIANT N` feeds a real run's publications N times to the subscribers of
+`VARIANT` (`none` feeds nobody), one event-loop iteration per publication, spans through the
+child exporter, untimed: run it under cachegrind with two values of N, and the difference
+of instructions over the difference of N is what the subscribers cost the harness per run,
+the same on a loaded machine as on a quiet one.
 """
 
 from __future__ import annotations
@@ -362,6 +368,43 @@ async def subscribers(reps: int = 7, runs: int = 2000) -> None:
         )
 
 
+async def replay(variant: str, runs: int) -> None:
+    """Feed a real run's publications `runs` times to `variant`'s subscribers (`--replay`)."""
+    from harness import Harness
+    from harness.observability import LiveTraces
+    from harness.observability.export_process import ProcessExport
+    from harness.observability.metrics import MetricsSubscriber
+    from harness.runtime import Settings
+
+    seen = Steps()
+    with tempfile.TemporaryDirectory() as scratch:
+        async with Harness(Settings(home=Path(scratch))) as h:
+            h.bus.subscribe(seen)
+            await h.run(_agent(0.0), TASK)
+    ids = [f"run_{i}" for i in range(runs)]
+    batches = [[[dataclasses.replace(e, run_id=i) for e in s] for s in seen.steps] for i in ids]
+
+    async def nothing(run_id: str) -> None:
+        return None
+
+    if variant not in ("none", *VARIANTS[1:]):
+        raise SystemExit(f"--replay: none, metrics, traces or both, not {variant!r}")
+    traced = variant in ("traces", "both")
+    traces = LiveTraces(ProcessExport("console"), nothing) if traced else None
+    subscribers: list[Any] = [traces] if traces is not None else []
+    if variant in ("metrics", "both"):
+        subscribers.append(MetricsSubscriber())
+    for run_id, steps in zip(ids, batches, strict=True):
+        if traces is not None:
+            traces.begin(run_id, traces.context_for_new_run())
+        for step in steps:
+            for subscriber in subscribers:
+                _replay(subscriber, [step])
+            await asyncio.sleep(0)  # a publication per loop iteration, as in a run
+    if traces is not None:
+        await traces.aclose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
@@ -375,6 +418,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000, help="runs in the --profile burst")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--subscribers", action="store_true", help="the subscribers alone")
+    parser.add_argument("--replay", nargs=2, metavar=("VARIANT", "N"), help="for cachegrind")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -383,6 +427,8 @@ def main() -> None:
         print(json.dumps(result))
     elif args.profile:
         asyncio.run(profile(args.profile, args.runs, args.latency, args.top))
+    elif args.replay:
+        asyncio.run(replay(args.replay[0], int(args.replay[1])))
     elif args.subscribers:
         asyncio.run(subscribers())
     else:

@@ -9,11 +9,11 @@ JSON frames. The child rebuilds them with their stored ids and times and exports
 exactly as `harness.observability.otel.OtelExport` does in process.
 
 The spans `LiveTraces` hands over (`export_records`, the builder's plain tuples) are queued
-as they are and packed into one frame at the end of the event loop's iteration: one
-encoding for all the runs whose events committed together, and nothing held past it (in a
-burst, spans kept waiting as tuples, lists and dicts would outlive the collector's young
-generations and lengthen its full passes). Frames are written up to `flush_s` later: one
-write for all the runs of that moment, not one per step of each run.
+as they are and packed into one frame when they are written, up to `flush_s` later: one
+encoding and one write for all the runs of that moment, not one per step of each run (a
+step hands over a list; that is all it costs here). At most `_BATCH` spans wait as tuples
+(in a burst, a frame is packed as soon as that many are queued): spans kept longer would
+outlive the collector's young generations and lengthen its full passes.
 
 Writes never block the event loop: the pipe is non-blocking, what it cannot take waits
 in a bounded buffer drained when the pipe is writable, and past the bound spans are
@@ -103,7 +103,6 @@ class ProcessExport(SpanExport):
         os.set_blocking(self._fd, False)
         self._queued: list[_Entry] = []  # spans not packed yet
         self._queued_spans = 0
-        self._pack_due = False  # a pack is scheduled for the end of this loop iteration
         self._pending = bytearray()
         self._frames: deque[list[int]] = deque()  # [bytes not yet written, spans] a frame
         self._lock = threading.Lock()
@@ -127,7 +126,7 @@ class ProcessExport(SpanExport):
     def export_records(
         self, context: TraceContext, run_id: str, records: Sequence[SpanRecord]
     ) -> None:
-        """Queue the spans as they are; packed this loop iteration, written within `flush_s`."""
+        """Queue the spans as they are; packed and written within `flush_s`, never blocking."""
         with self._lock:
             if self._closed or self._dead:
                 self.dropped += len(records)
@@ -136,25 +135,10 @@ class ProcessExport(SpanExport):
                 (context.trace_id, context.span_id, context.parent_span_id, run_id, records)
             )
             self._queued_spans += len(records)
-            if self._queued_spans >= _BATCH or not (self._pack_due or self._pack_soon()):
+            if self._queued_spans >= _BATCH:
                 self._pack()
             if self._timer is None and self._watching is None:
                 self._due_soon()
-
-    def _pack_soon(self) -> bool:
-        """Pack what is queued once this loop iteration's callbacks ran (the lock is held)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return False  # no loop here: packed at once
-        loop.call_soon(self._packing_due)
-        self._pack_due = True
-        return True
-
-    def _packing_due(self) -> None:
-        with self._lock:
-            self._pack_due = False
-            self._pack()
 
     def _due_soon(self) -> None:
         """Make sure a write comes: now, or within `flush_s` (the lock is held)."""

@@ -405,21 +405,27 @@ class TraceBuilder:
         self._step = step.span_id
 
     def _end_step(self, ts: float) -> None:
-        if self._step is None:
+        step = self._step
+        if step is None:
             return
-        for span_id in reversed([s for s, o in self._open.items() if o.parent_id == self._step]):
-            self._end(span_id, ts)
-        self._end(self._step, ts)
+        if len(self._open) > 2:  # more than the run and the step: the step's may be open
+            for span_id in reversed([s for s, o in self._open.items() if o.parent_id == step]):
+                self._end(span_id, ts)
+        self._end(step, ts)
 
     def _provider(self, model: str) -> str:
         """`gen_ai.provider.name` of `model`: from its profile, or its `openai:` prefix."""
-        source = split_model(model)[0]
+        return self._provider_of(split_model(model)[0])
+
+    def _provider_of(self, source: str) -> str:
+        """`gen_ai.provider.name` of a model from `source` (`split_model`'s first part)."""
         return self._providers.get(source) or (source if source in _PROVIDERS else "unknown")
 
     def _called(self, event: RunEvent, p: ModelCalled) -> None:
         if self._chat is not None:
             self._end(self._chat, event.ts)
-        model, provider = split_model(p.model or "model")[1], self._provider(p.model or "model")
+        source, model = split_model(p.model or "model")
+        provider = self._provider_of(source)
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,

@@ -102,13 +102,42 @@ async def concurrent_ms(
         await h.run(bench, "warm up")
         stats = getattr(h.store, "commit_stats", None)
         committed = 0 if stats is None else stats().count  # the burst's commits only
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        before = resource.getrusage(resource.RUSAGE_SELF)
         start, cpu = time.perf_counter(), time.process_time()
-        results = await asyncio.gather(*(h.run(bench, "What is 2 + 3?") for _ in range(runs)))
+        with collections() as pauses:
+            results = await asyncio.gather(*(h.run(bench, "What is 2 + 3?") for _ in range(runs)))
         wall, cpu = (time.perf_counter() - start) * 1e3, (time.process_time() - cpu) * 1e3
         assert all(r.output == "5" for r in results)
-        rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-        return wall, cpu, rss, commit_times(h.store, committed)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        rss = (after.ru_maxrss - before.ru_maxrss) / 1024
+        text, values = commit_times(h.store, committed)
+        preempted = after.ru_nivcsw - before.ru_nivcsw
+        values.update(gc_count=len(pauses), gc_max_ms=max(pauses, default=0.0))
+        values.update(involuntary_switches=preempted)
+        text += (
+            f"; beside them {len(pauses)} collections (longest "
+            f"{max(pauses, default=0.0):.1f} ms) and {preempted} preemptions of the process"
+        )
+        return wall, cpu, rss, (text, values)
+
+
+@contextlib.contextmanager
+def collections() -> Iterator[list[float]]:
+    """The wall ms of each collection of the garbage collector while in the block."""
+    pauses: list[float] = []
+    started = [0.0]
+
+    def timed(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            pauses.append((time.perf_counter() - started[0]) * 1e3)
+
+    gc.callbacks.append(timed)
+    try:
+        yield pauses
+    finally:
+        gc.callbacks.remove(timed)
 
 
 def commit_times(store: object, since: int = 0) -> tuple[str, dict[str, float]]:

@@ -133,3 +133,20 @@ async def test_racing_deliveries_from_two_stores_deliver_each_message_once(
         assert sum(won) == len(ids)
         history = [m.content for m in await one.messages("run_1")]
         assert sorted(history, key=int) == [str(i) for i in ids]
+
+
+async def test_the_runs_with_mail_are_those_with_a_message_not_delivered(
+    store: EventStore,
+) -> None:
+    for run_id in ("run_1", "run_2", "run_3"):
+        await store.create_run(NewRun(run_id=run_id, agent="ops"))
+    await store.post_message(NewMail(run_id="run_1", content="unread"))
+    read = await store.post_message(NewMail(run_id="run_2", content="read"))
+    await store.append(StepWrite(run_id="run_2", messages=[Message.user("read")], delivered=[read]))
+    await store.post_message(NewMail(run_id="run_1", content="unread too"))
+    # more ids than one statement takes
+    asked = ["run_1", "run_2", "run_3", "missing", *(f"run_{n:04}" for n in range(1200))]
+    assert await store.runs_with_mail(asked) == {"run_1"}
+    assert await store.runs_with_mail([]) == set()
+    await store.post_message(NewMail(run_id="run_2", content="new"))
+    assert await store.runs_with_mail(["run_2", "run_3"]) == {"run_2"}

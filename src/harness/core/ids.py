@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import re
@@ -48,6 +47,8 @@ def derived_id(prefix: str, at: float, key: str) -> str:
     store's uniqueness of ids turn a second start of that run into a conflict. It sorts
     among `new_id`'s ids by `at` (seconds since the epoch).
     """
+    import hashlib  # here: loading OpenSSL's hashes costs `import harness` about 3 ms
+
     digest = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=10).digest())
     n = (int(at * 1000) << 82) | (digest << 2)
     return prefix + "_" + "".join(_PAIRS[n >> shift & 1023] for shift in range(120, -1, -10))

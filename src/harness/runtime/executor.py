@@ -206,7 +206,7 @@ class RunExecutor:
                 self._grant()
         taken, refused = self._take(claimed)
         try:
-            history, messages = await self._histories(taken)
+            history, messages, mail = await self._histories(taken)
             # Only once they can start: a run moved to RUNNING and left would wait for its
             # lease to run out, and then be taken over as if its owner had died.
             fresh = [r.run_id for r in taken if _never_ran(r)]
@@ -220,7 +220,8 @@ class RunExecutor:
             if run_id in self._handles:
                 continue
             if not _never_ran(record):
-                self._start_task(record, messages[run_id], events=history.get(run_id, []))
+                events = history.get(run_id, [])
+                self._start_task(record, messages[run_id], events=events, mail=run_id in mail)
             elif run_id in moved:
                 self._start_task(record, messages[run_id])
             else:  # cancelled or taken since its claim
@@ -325,22 +326,25 @@ class RunExecutor:
 
     async def _histories(
         self, records: list[RunRecord]
-    ) -> tuple[dict[str, list[RunEvent]], dict[str, list[Message]]]:
+    ) -> tuple[dict[str, list[RunEvent]], dict[str, list[Message]], set[str]]:
         """The claimed runs' messages, and the events of those that ran before, by run.
 
-        Two batched reads, at the same time, however many runs were claimed.
+        Also which of those that ran before have mail: a `mail` control may have gone to
+        their previous owner, and only those read their inbox when they start. Three
+        batched reads, at the same time, however many runs were claimed.
         """
         if not records:
-            return {}, {}
+            return {}, {}, set()
         ran = [r.run_id for r in records if not _never_ran(r)]
-        events, messages = await asyncio.gather(
+        events, messages, mail = await asyncio.gather(
             self._store.events_of_runs(ran) if ran else _no_events(),
             self._store.messages_of_runs([r.run_id for r in records]),
+            self._store.runs_with_mail(ran),
         )
         by_run: dict[str, list[RunEvent]] = {}
         for event in events:
             by_run.setdefault(event.run_id, []).append(event)
-        return by_run, messages
+        return by_run, messages, mail
 
     def reserve(self, model: str | None) -> bool:
         """Hold a slot for a run of `model` about to be created leased to this process.
@@ -386,13 +390,18 @@ class RunExecutor:
             self._waiters[run_id] = tuple(w for w in waiters if w is not waiter)
 
     def _start_task(
-        self, record: RunRecord, messages: list[Message], *, events: list[RunEvent] | None = None
+        self,
+        record: RunRecord,
+        messages: list[Message],
+        *,
+        events: list[RunEvent] | None = None,
+        mail: bool = False,
     ) -> None:
         """Execute `record` from its `messages`.
 
         `events` is `None` for a run RUNNING here already that never ran (created RUNNING
         by a submit here, or a queued run moved to RUNNING with its claimed batch), and
-        the events of a claimed run otherwise.
+        the events of a claimed run otherwise; `mail` says its inbox holds a message.
         """
         if self._on_start is not None:
             self._on_start(record)
@@ -401,7 +410,7 @@ class RunExecutor:
         model = record.model or ""
         self._models[record.run_id] = model
         self._running[model] += 1
-        if events:  # it ran before: a `mail` control may have gone to its previous owner
+        if events and mail:  # it ran before: the `mail` control may have gone to its last owner
             handle.mail = True
         handle.task = asyncio.create_task(self._execute(record, handle, messages, events))
         for control in self._early.pop(record.run_id, ()):

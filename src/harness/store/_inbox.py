@@ -16,7 +16,7 @@ from harness.store._sql import Db, Dialect, Row, marks
 from harness.store.errors import StoreConflict
 from harness.store.protocol import TERMINAL_STATES, InboxMessage, NewMail
 
-__all__ = ["inbox", "mark_delivered", "post"]
+__all__ = ["inbox", "mark_delivered", "post", "with_mail"]
 
 _COLUMNS: Final = "id, run_id, content, sender, sender_run, sent_at, delivered_at"
 
@@ -64,6 +64,24 @@ def inbox(db: Db, run_id: str, *, unread: bool) -> list[InboxMessage]:
     where = " AND delivered_at IS NULL" if unread else ""
     rows = db.query(f"SELECT {_COLUMNS} FROM inbox WHERE run_id = ?{where} ORDER BY id", (run_id,))
     return [_from_row(row) for row in rows]
+
+
+def with_mail(db: Db, run_ids: Sequence[str]) -> set[str]:
+    """Which of `run_ids` have a message not delivered yet: a few statements for any number."""
+    found: set[str] = set()
+    for first in range(0, len(run_ids), _IDS_PER_QUERY):
+        ids = run_ids[first : first + _IDS_PER_QUERY]
+        rows = db.query(
+            f"SELECT DISTINCT run_id FROM inbox WHERE run_id IN ({marks(len(ids))}) "
+            "AND delivered_at IS NULL",
+            tuple(ids),
+        )
+        found.update(row[0] for row in rows)
+    return found
+
+
+_IDS_PER_QUERY: Final = 500
+"""Run ids per statement: well under SQLite's and PostgreSQL's parameter limits."""
 
 
 def _from_row(row: Row) -> InboxMessage:

@@ -127,7 +127,10 @@ def take_controls(db: Db, *, run_id: str | None, owner: str | None, now: float) 
     if run_id is not None:
         scope, key = "run_id = ?", run_id
     elif owner is not None:
-        scope, key = "run_id IN (SELECT run_id FROM runs WHERE owner = ?)", owner
+        # From the controls not consumed (index controls_unconsumed, usually none) to their
+        # runs: `run_id IN (runs of owner)` looked up every run the owner holds, each poll.
+        scope = "EXISTS (SELECT 1 FROM runs WHERE runs.run_id = controls.run_id AND owner = ?)"
+        key = owner
     else:
         return []
     rows = db.query(

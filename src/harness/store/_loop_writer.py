@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from array import array
@@ -277,6 +278,9 @@ class LoopWriter:
         """Run the batch's next transaction; the lock error when another process holds it."""
         done = len(batch.values)
         ops = batch.ops[done : done + self._group_size()]
+        collecting = gc.isenabled()
+        if collecting:  # a collection due meanwhile runs after the COMMIT, not inside it
+            gc.disable()
         started, cpu = time.perf_counter(), time.thread_time()
         try:
             outcomes = self._attempts(ops)
@@ -284,6 +288,9 @@ class LoopWriter:
             return locked.error
         except Exception as exc:
             outcomes = [(None, translate_error(self._driver, exc)) for _ in ops]
+        finally:
+            if collecting:
+                gc.enable()
         cpu = time.thread_time() - cpu
         self._times.record(time.perf_counter() - started, cpu)
         if len(outcomes) > 1:  # one write alone (a migration, a claim) says little of the rest

@@ -294,6 +294,14 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         "embedded processes never claim, adopt or take over)",
         statements=("ALTER TABLE runs ADD COLUMN engine TEXT NOT NULL DEFAULT 'embedded'",),
     ),
+    Migration(
+        version=15,
+        description="controls: an index of those not consumed yet, so that an owner's poll for "
+        "its controls reads those only, not one index entry per run it holds",
+        statements=(
+            "CREATE INDEX controls_unconsumed ON controls (run_id) WHERE consumed_at IS NULL",
+        ),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

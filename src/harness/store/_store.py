@@ -334,6 +334,11 @@ class SqlStore:
         """The run's messages not delivered yet (or all), oldest first."""
         return await self._read(lambda db: _inbox.inbox(db, run_id, unread=unread))
 
+    async def runs_with_mail(self, run_ids: Collection[str]) -> set[str]:
+        """Which of the runs have a message not delivered yet; see `EventStore`."""
+        ids = tuple(run_ids)
+        return await self._read(lambda db: _inbox.with_mail(db, ids)) if ids else set()
+
     async def stop_experiment(self, stop: ExperimentStop) -> None:
         """Send all of an experiment's traffic to one variant; see `EventStore`."""
         now = self._clock.now()

@@ -657,6 +657,14 @@ class EventStore(Protocol):
         """The run's messages in the order they were kept: those not delivered yet, or all."""
         ...
 
+    async def runs_with_mail(self, run_ids: Collection[str]) -> set[str]:
+        """Which of `run_ids` have a message in their inbox not delivered yet.
+
+        A few batched statements however many runs: a process that takes over a batch of
+        runs reads the inbox only of those that have mail, not once per run.
+        """
+        ...
+
     async def stop_experiment(self, stop: ExperimentStop) -> None:
         """Record that an experiment sends all its traffic to `stop.keep` (the last one wins)."""
         ...

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, TypeVar, get_args
 
+from harness.core._frozen import fast_init
 from harness.core.usage import Prices, Usage
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ class EventPayload:
     """The event type this class is the payload of."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallRef:
     """A tool call named in a `ModelResponded` event."""
@@ -162,6 +164,7 @@ class ToolCallRef:
     """The tool called."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TextToolCalls:
     """Tool calls a model wrote as text, read by the gateway's text call parser."""
@@ -786,7 +789,11 @@ EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
 }
 """The payload class of each event type."""
 
+for _payload_class in EVENT_CLASSES.values():
+    fast_init(_payload_class)  # 11 payloads a run: each field set as a slot, not a setattr
 
+
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunEvent:
     """One thing that happened in a run, in the order it happened."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from harness.core._frozen import fast_init
+
 __all__ = [
     "MALFORMED_TOOL_CALL",
     "Message",
@@ -24,6 +26,7 @@ MALFORMED_TOOL_CALL: Final = "malformed_tool_call"
 arguments say what was wrong, and the toolset answers it with that instead of running it."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCall:
     """A request by the model to run one tool."""
@@ -48,6 +51,7 @@ class ToolDefinition:
     """JSON Schema (draft 2020-12) of the arguments object."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Message:
     """One entry of a conversation.

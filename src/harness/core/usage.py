@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from harness.core._frozen import fast_init
+
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "Limits", "Prices", "Usage"]
 
 DEFAULT_TOOL_TIMEOUT: Final = 30.0
 """Seconds a call may run when neither its tool nor `Limits.tool_timeout` says."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Usage:
     """What a model call, or a whole run, consumed."""

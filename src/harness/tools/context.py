@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol, TypeVar
 
+from harness.core._frozen import fast_init
+
 __all__ = [
     "MAX_MESSAGE_CHARS",
     "ChildRuns",
@@ -144,6 +146,7 @@ class Mailbox(Protocol):
         ...
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolContext:
     """Handed to a tool function that declares a parameter of this type.

@@ -10,8 +10,8 @@ from dataclasses import InitVar, dataclass, field
 import pytest
 
 from harness.core._frozen import fast_init, set_class, twin
-from harness.core.events import ModelResponded, RunEvent, StepStarted
-from harness.core.messages import Message
+from harness.core.events import ModelResponded, RunEvent, StepStarted, new_event
+from harness.core.messages import Message, ToolCall
 from harness.core.usage import Usage
 
 
@@ -141,3 +141,34 @@ def test_a_twin_shares_the_layout() -> None:
     set_class(fast, _Fast)
     assert fast.a == 9
     assert type(fast) is _Fast
+
+
+def test_the_builders_of_messages_usage_and_events_build_frozen_equals() -> None:
+    call = ToolCall(id="c", name="add", arguments="{}")
+    built = [
+        (Message.system("s"), Message(role="system", content="s")),
+        (Message.user("u"), Message(role="user", content="u")),
+        (Message.assistant(None, [call]), Message(role="assistant", tool_calls=(call,))),
+        (
+            Message.tool("c", "5", name="add"),
+            Message(role="tool", content="5", tool_call_id="c", name="add"),
+        ),
+        (
+            Message.user("u").with_tokens(3, "estimated"),
+            Message(role="user", content="u", tokens=3, tokens_source="estimated"),
+        ),
+        (
+            Usage(input_tokens=1) + Usage(requests=2, cost_usd=0.5),
+            Usage(input_tokens=1, requests=2, cost_usd=0.5),
+        ),
+        (Usage(requests=1).with_tool_calls(2), Usage(requests=1, tool_calls=2)),
+        (
+            new_event("r", 2, 1.5, StepStarted(step=1)),
+            RunEvent(run_id="r", seq=2, ts=1.5, payload=StepStarted(step=1)),
+        ),
+    ]
+    for fast, plain in built:
+        assert type(fast) is type(plain)
+        assert fast == plain
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(fast, dataclasses.fields(fast)[0].name, None)

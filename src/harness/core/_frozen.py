@@ -35,7 +35,7 @@ set_class: Final[Callable[[object, type], None]] = object.__dict__["__class__"].
 """Sets an instance's class, past any `__setattr__` of the class it has."""
 
 
-def twin(cls: type[_T]) -> type:
+def twin(cls: type[_T]) -> type[Any]:
     """A class with the slots and bases of the slotted dataclass `cls`, and no guard.
 
     An instance of `cls` may become one and back (`set_class`): their layouts are the same.

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, TypeVar, get_args
 
-from harness.core._frozen import fast_init
+from harness.core._frozen import fast_init, set_class, twin
 from harness.core.usage import Prices, Usage
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ __all__ = [
     "ToolStarted",
     "TriggerFired",
     "WaitEnded",
+    "new_event",
     "payloads",
     "summarize",
 ]
@@ -811,6 +812,23 @@ class RunEvent:
     def type(self) -> EventType:
         """The event type (`payload.type`)."""
         return self.payload.type
+
+
+_EVENT_SLOTS: Final = twin(RunEvent)
+
+
+def new_event(run_id: str, seq: int, ts: float, payload: EventPayload) -> RunEvent:
+    """`RunEvent(run_id=..., seq=..., ts=..., payload=...)` at half its cost.
+
+    Sinks make one per event of a run: built by its slots (see `core._frozen`).
+    """
+    event: Any = object.__new__(_EVENT_SLOTS)
+    event.run_id = run_id
+    event.seq = seq
+    event.ts = ts
+    event.payload = payload
+    set_class(event, RunEvent)
+    return event
 
 
 _P = TypeVar("_P", bound=EventPayload)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import random
+import re
+import string
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.core.messages import Message, ToolCall, ToolDefinition
+from harness.gateway import tokens
 from harness.memory import TokenCounter, estimate_text
 
 from .conftest import (
@@ -223,3 +227,27 @@ def test_a_tool_message_counts_its_call_id_without_remembering_it(call_id: str) 
     assert cache.cache_info().currsize == before
     expected = tokens.estimate_message(Message.tool("", "5", name="add")) + estimate_text(call_id)
     assert estimate == expected
+
+
+def test_short_ascii_texts_counted_in_one_pass_cost_what_the_patterns_say() -> None:
+    rnd = random.Random(7)
+    alphabet = "aZ09 _-.!\t\n\x1c\x00\x7f~{}" + "abcdefghijklmnopqrstuvwxyz0123456789" + "  "
+    texts = [
+        "",
+        " ",
+        "call_0ckq5v2h8r3d1m4n6p7s9t0u",
+        string.printable,
+        "".join(map(chr, range(128))),
+    ]
+    texts += ["".join(rnd.choice(alphabet) for _ in range(rnd.randrange(70))) for _ in range(5000)]
+    for text in texts:
+        assert repr(tokens._scan(text)) == repr(tokens._matched(text)), text
+
+
+def test_whitespace_runs_are_the_two_or_more_and_the_lone_non_spaces() -> None:
+    rnd = random.Random(8)
+    alphabet = "a \t\n\u3000\xa0\u2028x  "
+    for _ in range(5000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(40)))
+        expected = re.findall(r"\s{2,}|[^\S ]", text)
+        assert tokens._SPACES.findall(text) == expected, text

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from harness.agent._parking import RunParking
+from harness.core._frozen import fast_init
 from harness.core.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -35,6 +36,7 @@ from harness.tools.toolset import ToolOutcome, Toolset
 __all__ = ["ToolCallRunner"]
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Verdict:
     policy: PolicyDecision

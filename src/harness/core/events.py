@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, TypeVar, get_args
 
+from harness.core._frozen import fast_init, set_class, twin
 from harness.core.usage import Prices, Usage
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ __all__ = [
     "ToolStarted",
     "TriggerFired",
     "WaitEnded",
+    "new_event",
     "payloads",
     "summarize",
 ]
@@ -152,6 +154,7 @@ class EventPayload:
     """The event type this class is the payload of."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallRef:
     """A tool call named in a `ModelResponded` event."""
@@ -162,6 +165,7 @@ class ToolCallRef:
     """The tool called."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TextToolCalls:
     """Tool calls a model wrote as text, read by the gateway's text call parser."""
@@ -786,7 +790,11 @@ EVENT_CLASSES: Final[Mapping[str, type[EventPayload]]] = {
 }
 """The payload class of each event type."""
 
+for _payload_class in EVENT_CLASSES.values():
+    fast_init(_payload_class)  # 11 payloads a run: each field set as a slot, not a setattr
 
+
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunEvent:
     """One thing that happened in a run, in the order it happened."""
@@ -804,6 +812,23 @@ class RunEvent:
     def type(self) -> EventType:
         """The event type (`payload.type`)."""
         return self.payload.type
+
+
+_EVENT_SLOTS: Final = twin(RunEvent)
+
+
+def new_event(run_id: str, seq: int, ts: float, payload: EventPayload) -> RunEvent:
+    """`RunEvent(run_id=..., seq=..., ts=..., payload=...)` at half its cost.
+
+    Sinks make one per event of a run: built by its slots (see `core._frozen`).
+    """
+    event: Any = object.__new__(_EVENT_SLOTS)
+    event.run_id = run_id
+    event.seq = seq
+    event.ts = ts
+    event.payload = payload
+    set_class(event, RunEvent)
+    return event
 
 
 _P = TypeVar("_P", bound=EventPayload)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.core._frozen import fast_init
 from harness.core.messages import Message
 from harness.core.usage import Usage
 
@@ -23,6 +24,7 @@ TerminationReason = Literal[
 ]
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunResult:
     """The outcome of a run: its answer, why it ended, and what it cost."""

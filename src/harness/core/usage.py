@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
+
+from harness.core._frozen import fast_init, set_class, twin
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "Limits", "Prices", "Usage"]
 
@@ -11,6 +13,7 @@ DEFAULT_TOOL_TIMEOUT: Final = 30.0
 """Seconds a call may run when neither its tool nor `Limits.tool_timeout` says."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Usage:
     """What a model call, or a whole run, consumed."""
@@ -37,26 +40,51 @@ class Usage:
 
     def with_tool_calls(self, count: int) -> Usage:
         """This usage plus `count` tool calls (`self + Usage(tool_calls=count)`, built once)."""
-        return Usage(
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cached_tokens=self.cached_tokens,
-            reasoning_tokens=self.reasoning_tokens,
-            requests=self.requests,
-            tool_calls=self.tool_calls + count,
-            cost_usd=self.cost_usd + 0.0,
+        return _usage(
+            self.input_tokens,
+            self.output_tokens,
+            self.cached_tokens,
+            self.reasoning_tokens,
+            self.requests,
+            self.tool_calls + count,
+            self.cost_usd + 0.0,
         )
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-            requests=self.requests + other.requests,
-            tool_calls=self.tool_calls + other.tool_calls,
-            cost_usd=self.cost_usd + other.cost_usd,
+        return _usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.requests + other.requests,
+            self.tool_calls + other.tool_calls,
+            self.cost_usd + other.cost_usd,
         )
+
+
+_USAGE_SLOTS: Final = twin(Usage)
+
+
+def _usage(
+    input_tokens: int,
+    output_tokens: int,
+    cached_tokens: int,
+    reasoning_tokens: int,
+    requests: int,
+    tool_calls: int,
+    cost_usd: float,
+) -> Usage:
+    """A `Usage` built by its slots (see `core._frozen`): a run adds up several."""
+    usage: Any = object.__new__(_USAGE_SLOTS)
+    usage.input_tokens = input_tokens
+    usage.output_tokens = output_tokens
+    usage.cached_tokens = cached_tokens
+    usage.reasoning_tokens = reasoning_tokens
+    usage.requests = requests
+    usage.tool_calls = tool_calls
+    usage.cost_usd = cost_usd
+    set_class(usage, Usage)
+    return usage
 
 
 _PER_MILLION: Final = 1_000_000

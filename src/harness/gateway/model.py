@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from harness.core._frozen import fast_init
 from harness.core.messages import Message, ToolDefinition
 from harness.core.usage import Usage
 from harness.gateway.pricing import Prices
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
     reports them as run events."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelRequest:
     """Everything a model needs for one turn."""
@@ -101,6 +103,7 @@ class ModelRequest:
     """Told about retries and fallbacks by wrappers such as `RetryingModel`; `None` ignores them."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelResponse:
     """A model's answer, normalised."""

@@ -58,9 +58,10 @@ def _as_response(value: Reply, request: ModelRequest, model: str) -> ModelRespon
     if isinstance(value, ModelResponse):
         return value
     message = Message.assistant(value) if isinstance(value, str) else value
-    output = estimate_tokens(message.content)
+    content = message.content
+    output = (len(content) + 3) // 4 if content else 0  # `estimate_tokens`, written out
     for tool_call in message.tool_calls:
-        output += estimate_tokens(tool_call.arguments)
+        output += (len(tool_call.arguments) + 3) // 4 if tool_call.arguments else 0
     return ModelResponse(
         message=message,
         finish_reason="tool_calls" if message.tool_calls else "stop",

@@ -37,12 +37,19 @@ _LATIN: Final = re.compile(f"[{_LATIN_CHARS}]+")
 _LATIN_LONG: Final = re.compile(f"[{_LATIN_CHARS}]{{6,}}")
 _DIGITS: Final = re.compile(r"\d{1,3}")
 _SPACE_DIGIT: Final = re.compile(r" (?=\d)")
-_SPACES: Final = re.compile(r"\s{2,}|[^\S ]")
+_SPACES: Final = re.compile(r"[^\S ]\s*| \s+")
+"""Runs of two or more whitespace characters, and a single one that is not a space: the
+same matches as the pattern of two alternatives at each character it had before (two or
+more, else one but a space), in about two-thirds of the time."""
 _SYMBOLS: Final = re.compile(r"[!-/:-@\[-`{-~]{1,2}")
 _SAMPLE_CHARS: Final = 4096
 """Texts longer than four samples are estimated from three samples, scaled to their length."""
 _CACHED_CHARS: Final = 4096
 """Texts up to this long have their estimate remembered (see `_estimate_cached`)."""
+_SCANNED_CHARS: Final = 64
+"""ASCII texts up to this long are counted in one pass of Python (`_scan`), not by six
+regular expressions: call ids, tool names, short replies (about 40 % fewer instructions
+for a 31-character call id, and still fewer at 128 characters)."""
 
 MESSAGE_OVERHEAD: Final = 4.0
 """Role markers and separators around each message."""
@@ -113,6 +120,13 @@ def _estimate_pieces(text: str) -> float:
     space before them; whitespace other than a single space one per run (plus one per 8
     characters); ASCII punctuation one per two characters; other symbols 1.5 each.
     """
+    if len(text) <= _SCANNED_CHARS and text.isascii():
+        return _scan(text)
+    return _matched(text)
+
+
+def _matched(text: str) -> float:
+    """`_estimate_pieces`, by regular expressions (C speed)."""
     total = (
         _runs(_LATIN, _LATIN_LONG, text, 5.5)
         + len(_DIGITS.findall(text))
@@ -140,9 +154,68 @@ def _runs(runs: re.Pattern[str], long: re.Pattern[str] | None, text: str, per: f
     return len(runs.findall(text)) - len(longer) + sum(map(len, longer)) / per
 
 
+_LETTER, _DIGIT, _BLANK, _SYMBOL, _OTHER = range(5)
+
+
+def _kind(char: str) -> int:
+    if char.isalpha():
+        return _LETTER
+    if char.isdigit():
+        return _DIGIT
+    if char.isspace():
+        return _BLANK
+    return _SYMBOL if _SYMBOLS.fullmatch(char) else _OTHER
+
+
+_KINDS: Final = {chr(code): _kind(chr(code)) for code in range(128)}
+"""What each ASCII character is to `_estimate_pieces`."""
+
+
+def _scan(text: str) -> float:
+    """`_estimate_pieces` of an ASCII text, counted in one pass over its characters.
+
+    The runs of letters, digits, whitespace and punctuation give the same counts as the
+    patterns, added in the same order: the same float (tests/memory/test_tokens.py
+    compares them on random texts).
+    """
+    words = long_words = long_letters = digits = space_digits = 0
+    blanks = blank_chars = symbols = 0
+    kind, run, first, previous = _OTHER, 0, "", ""
+    kinds = _KINDS
+    for char in text + "\x00":  # a last character of no kind ends the last run
+        new = kinds[char]
+        if new == kind:
+            run += 1
+            previous = char
+            continue
+        if kind == _LETTER:
+            words += 1
+            if run >= 6:
+                long_words += 1
+                long_letters += run
+        elif kind == _DIGIT:
+            digits += (run + 2) // 3
+        elif kind == _SYMBOL:
+            symbols += (run + 1) // 2
+        elif kind == _BLANK and (run > 1 or first != " "):
+            blanks += 1
+            blank_chars += run
+        if new == _DIGIT and previous == " ":
+            space_digits += 1
+        kind, run, first, previous = new, 1, char, char
+    latin = words - long_words + long_letters / 5.5
+    return latin + digits + space_digits + (blanks + (blank_chars - blanks) / 8.0) + symbols
+
+
 def estimate_message(message: Message) -> float:
     """Uncalibrated estimate of the tokens one message adds to a request."""
-    total = MESSAGE_OVERHEAD + estimate_text(message.content)
+    content = message.content
+    if not content:
+        total = MESSAGE_OVERHEAD + 0.0
+    elif len(content) <= _CACHED_CHARS:  # `estimate_text`, one call fewer for most messages
+        total = MESSAGE_OVERHEAD + _estimate_cached(content)
+    else:
+        total = MESSAGE_OVERHEAD + estimate_text(content)
     if message.reasoning:
         total += estimate_text(message.reasoning)
     for call in message.tool_calls:

@@ -9,7 +9,6 @@ scales later estimates by that ratio (bounded and smoothed).
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
@@ -82,7 +81,8 @@ class TokenCounter:
             )
         self._ratio, self._min, self._max = ratio, min_ratio, max_ratio
         self._offset = 0.0
-        self._cache: OrderedDict[int, tuple[Message, float]] = OrderedDict()
+        self._cache: dict[int, tuple[Message, float]] = {}
+        """Estimates by the identity of their message (which it keeps alive), oldest first."""
         self._cache_size = cache_size
         self._tools: tuple[tuple[ToolDefinition, ...], float] = ((), 0.0)
         self._sent: _Sent | None = None
@@ -130,11 +130,11 @@ class TokenCounter:
             return message
         if reported > 0:
             return message.with_tokens(reported, "reported")
-        raw = self._raw(message)
+        hit = self._cache.get(id(message))
+        raw = hit[1] if hit is not None and hit[0] is message else estimate_message(message)
         counted = message.with_tokens(math.ceil(raw * self._ratio), "estimated")
         # The copy is what gets sent from now on: remember its estimate, not the original's.
-        self._cache.pop(id(message), None)
-        self._cache[id(counted)] = (counted, raw)
+        self._remember(counted, raw)
         return counted
 
     def text_tokens(self, text: str | None) -> int:
@@ -196,16 +196,19 @@ class TokenCounter:
         return REQUEST_OVERHEAD + self._raw_tools(tools) + sum(self._raw(m) for m in messages)
 
     def _raw(self, message: Message) -> float:
-        key = id(message)
-        hit = self._cache.get(key)
+        hit = self._cache.get(id(message))
         if hit is not None and hit[0] is message:
-            self._cache.move_to_end(key)
             return hit[1]
         raw = estimate_message(message)
-        self._cache[key] = (message, raw)
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self._remember(message, raw)
         return raw
+
+    def _remember(self, message: Message, raw: float) -> None:
+        # Oldest out first (an evicted estimate costs only its recomputation).
+        cache = self._cache
+        if len(cache) >= self._cache_size:
+            del cache[next(iter(cache))]
+        cache[id(message)] = (message, raw)
 
     def _raw_tools(self, tools: Sequence[ToolDefinition]) -> float:
         key = tuple(tools)

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from harness.core.events import EventPayload, RunEvent
+from harness.core.events import EventPayload, RunEvent, new_event
 from harness.core.messages import Message
 from harness.core.usage import Usage
 
@@ -27,6 +27,8 @@ Subscriber = Callable[[RunEvent], None]
 AsyncSubscriber = Callable[[RunEvent], Awaitable[None] | None]
 _Batch = Callable[[Sequence[RunEvent]], None]
 _log = logging.getLogger(__name__)
+_NO_USAGE = Usage()
+"""A run's usage before it reports any (shared: a `Usage` is immutable)."""
 
 
 @runtime_checkable
@@ -177,7 +179,7 @@ class RunRecorder:
         self.run_id = run_id
         self.events: list[RunEvent] = []
         self.messages: list[Message] = []
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         """What the run consumed so far, as the loop last reported it."""
         self._bus = bus
 
@@ -205,6 +207,6 @@ class RunRecorder:
     def emit(self, payload: EventPayload) -> None:
         """Record one event of the run."""
         events = self.events
-        event = RunEvent(run_id=self.run_id, seq=len(events) + 1, ts=time.time(), payload=payload)
+        event = new_event(self.run_id, len(events) + 1, time.time(), payload)
         events.append(event)
         self._bus.publish(event)

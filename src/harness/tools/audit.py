@@ -7,12 +7,15 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any, Final, Protocol
 
+from harness.core._frozen import fast_init
+
 __all__ = ["AuditLog", "AuditRecord", "MemoryAuditLog", "digest"]
 
 _ARGUMENT_CHARS = 10_000
 
 
-@dataclass(frozen=True, kw_only=True)
+@fast_init
+@dataclass(frozen=True, kw_only=True, slots=True)
 class AuditRecord:
     """What happened to one tool call."""
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 if TYPE_CHECKING:
     from pathlib import Path  # only named: importing pathlib costs `import harness` 4 ms
 
+from harness.core._frozen import fast_init
+
 __all__ = [
     "MAX_MESSAGE_CHARS",
     "ChildRuns",
@@ -146,6 +148,7 @@ class Mailbox(Protocol):
         ...
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolContext:
     """Handed to a tool function that declares a parameter of this type.

@@ -19,6 +19,7 @@ from collections.abc import (
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
+from harness.core._frozen import fast_init
 from harness.core.bounds import json_bound_problem
 from harness.core.clock import Clock, SystemClock
 from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
@@ -55,6 +56,7 @@ ToolStatus = Literal[
 """How a tool call ended; every status but `ok` is a failure the model was told about."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolOutcome:
     """The result of executing one tool call."""

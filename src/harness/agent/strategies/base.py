@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from harness.agent.stops import Stop
+from harness.core._frozen import fast_init
 from harness.core.events import EventPayload
 from harness.core.messages import Message, ToolDefinition
 from harness.errors import ConfigError
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Answer:
     """A final answer, accepted by the loop (`RunControl.finish`)."""
@@ -52,6 +54,7 @@ Outcome = Answer | Stop
 """How a strategy ends: an accepted answer, or a stop (the loop then asks for a report)."""
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Turn:
     """What one model turn (and its tool round, if any) came to."""

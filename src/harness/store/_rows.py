@@ -123,7 +123,7 @@ def event_head(run_id: str) -> str:
 
 
 def event_tail(run_id: str, ts: float, kind: str, payload: dict[str, Any]) -> str:
-    """`event_body` after its `seq`: `event_head(run_id) + str(seq) + event_tail(...)` is it.
+    """`event_body` after its `seq`; `event_head` gives the text before it.
 
     Raises:
         ConfigError: The payload is not JSON-compatible.

@@ -1035,7 +1035,8 @@ class Harness:
             self.bus.publish(event)
 
     def _note_finished(self, event: RunEvent) -> None:
-        if isinstance(event.payload, RunFinished | RunFailed | RunCancelled):
+        # Called for every event: nothing to do unless someone polls for a run's end.
+        if self._finished and isinstance(event.payload, RunFinished | RunFailed | RunCancelled):
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()

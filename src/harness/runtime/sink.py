@@ -11,6 +11,7 @@ from operator import attrgetter
 from typing import Any
 
 from harness.core.events import (
+    EVENT_CLASSES,
     ApprovalDecided,
     ContextCompacted,
     EventPayload,
@@ -54,6 +55,15 @@ _STATE_AFTER: Mapping[type[EventPayload], str] = {
     ApprovalDecided: RunState.RUNNING,
     WaitEnded: RunState.RUNNING,  # once no other call waits (`waiting` is 0)
 }
+
+
+_PLAIN_EVENTS: frozenset[type[EventPayload]] = frozenset(
+    cls
+    for cls in EVENT_CLASSES.values()
+    if not issubclass(cls, (*LIVE_ONLY, *_PAID_FOR, *_ENDS, *_STATE_AFTER))
+)
+"""Event classes that `emit` only keeps: not live-only, and no state, detail or reply to
+note. Looked up by class, one set lookup per event rather than four checks."""
 
 
 class StoreSink:
@@ -134,6 +144,9 @@ class StoreSink:
     def emit(self, payload: EventPayload) -> None:
         """Keep one event for the next commit, or publish a live-only one now."""
         now = time.time()
+        if payload.__class__ in _PLAIN_EVENTS:  # most events: kept, nothing more to note
+            self._events.append(NewEvent(payload=payload, ts=now))
+            return
         if isinstance(payload, LIVE_ONLY):
             self._bus.publish(RunEvent(run_id=self.run_id, seq=0, ts=now, payload=payload))
             return

@@ -39,6 +39,8 @@ __all__ = [
     "event_body",
     "event_body_around_seq",
     "event_from_body",
+    "event_head",
+    "event_tail",
     "message_from_body",
     "run_from_row",
     "unwrap",
@@ -115,9 +117,23 @@ def event_body(run_id: str, seq: int, ts: float, kind: str, payload: dict[str, A
         raise ConfigError(f"{what} is not JSON-compatible: {exc}") from exc
 
 
-_SEQ: Final = ',"seq":0,"ts":'
-"""Where `event_body` puts a `seq` of 0: the first time these characters appear in it (a
-JSON string before it, the run id, escapes its quotes)."""
+def event_head(run_id: str) -> str:
+    """`event_body` up to its `seq`: the same text for every event of the run."""
+    return f'{dumps({"v": SCHEMA_VERSION, "run_id": run_id})[:-1]},"seq":'
+
+
+def event_tail(run_id: str, ts: float, kind: str, payload: dict[str, Any]) -> str:
+    """`event_body` after its `seq`; `event_head` gives the text before it.
+
+    Raises:
+        ConfigError: The payload is not JSON-compatible.
+    """
+    try:
+        text = dumps({"ts": ts, "type": kind, "payload": payload})
+    except (TypeError, ValueError) as exc:  # named only when it fails: this runs per event
+        what = f"the payload of event {kind} of run {run_id}"
+        raise ConfigError(f"{what} is not JSON-compatible: {exc}") from exc
+    return f",{text[1:]}"
 
 
 def event_body_around_seq(
@@ -130,9 +146,7 @@ def event_body_around_seq(
     Raises:
         ConfigError: The payload is not JSON-compatible.
     """
-    text = event_body(run_id, 0, ts, kind, payload)
-    at = text.index(_SEQ) + 7  # just after ',"seq":'
-    return text[:at], text[at + 1 :]
+    return event_head(run_id), event_tail(run_id, ts, kind, payload)
 
 
 def encode_payload(payload: EventPayload, run_id: str) -> dict[str, Any]:

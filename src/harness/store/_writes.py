@@ -21,8 +21,9 @@ from harness.store._rows import (
     encode_message,
     encode_payloads,
     encode_usage,
-    event_body_around_seq,
     event_from_body,
+    event_head,
+    event_tail,
     wrap,
 )
 from harness.store._sql import Db, Dialect, insert_rows, marks
@@ -90,9 +91,10 @@ def encode_step(
     encoded: tuple[tuple[float, str, str, str], ...] = ()
     if events:
         payloads = encode_payloads([new.payload for new in events], run_id)
+        head = event_head(run_id)  # the text before each `seq`: the run's, made once
         encoded = tuple(
             [
-                (ts, kind, *event_body_around_seq(run_id, ts, kind, payload))
+                (ts, kind, head, event_tail(run_id, ts, kind, payload))
                 for new, payload in zip(events, payloads, strict=True)
                 for ts, kind in ((now if new.ts is None else new.ts, new.payload.type),)
             ]

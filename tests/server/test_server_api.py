@@ -312,11 +312,7 @@ async def test_send_a_message_to_a_running_run_once_even_when_the_request_is_ret
     await asyncio.sleep(0.5)  # the run's control reader takes the mail (every 0.2 s)
     api.gate.go(20)
     await api.state(run_id, "COMPLETED")
-    users = [
-        m["content"]
-        for m in (await api.get(f"/api/runs/{run_id}/messages")).json()["messages"]
-        if m["role"] == "user"
-    ]
+    users = await user_messages(api, run_id)
     assert users.count("[message from otto]: use the blue one") == 1
     assert users.count("[message from pager]: and hurry") == 1
     late = await api.post(path, content="too late")
@@ -358,9 +354,11 @@ async def test_a_message_that_cannot_be_sent_is_a_clear_problem(api: Api) -> Non
     assert "idempotency-key" in refused.json()["detail"].lower()
     api.gate.go(20)
     await api.state(run_id, "COMPLETED")
-    users = [
-        m["content"]
-        for m in (await api.get(f"/api/runs/{run_id}/messages")).json()["messages"]
-        if m["role"] == "user"
-    ]
+    users = await user_messages(api, run_id)
     assert users == ["count slowly"]  # nothing refused reached the run
+
+
+async def user_messages(api: Api, run_id: str) -> list[str]:
+    """The contents of the run's `user` messages, in order."""
+    messages = (await api.get(f"/api/runs/{run_id}/messages")).json()["messages"]
+    return [m["content"] for m in messages if m["role"] == "user"]

@@ -27,11 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any, Final
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 from harness.core.codec import usage_from_dict
@@ -40,6 +38,7 @@ from harness.core.states import TERMINAL_STATES
 from harness.errors import RunInterrupted, ToolError
 from harness.tools.context import ToolContext, ToolResult
 
+from ._local import store_call
 from ._sink import WorkflowSink
 
 __all__ = ["CHILD_ENDED", "START_CHILD", "WorkflowChildren"]
@@ -48,14 +47,6 @@ START_CHILD: Final = "harness.start_child"
 SERIAL_STARTS: Final = "serial-child-starts"
 """The patch that made parallel agent-tool calls start their children one at a time."""
 CHILD_ENDED: Final = "harness.child_ended"
-
-_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=0.5),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=10),
-    maximum_attempts=20,
-)
-"""Store reads and the child's row: retried (the row is made once, by id)."""
 
 
 class WorkflowChildren:
@@ -106,9 +97,9 @@ class WorkflowChildren:
         }
         if workflow.patched(SERIAL_STARTS):
             async with self._starting:
-                made = await self._local(START_CHILD, start)
+                made = await store_call(START_CHILD, start)
         else:  # a run started before the patch replays its parallel starts
-            made = await self._local(START_CHILD, start)
+            made = await store_call(START_CHILD, start)
         if "error" in made:
             raise ToolError(str(made["error"]), hint=made.get("hint"))
         child_id = str(made["child_run_id"])
@@ -125,7 +116,7 @@ class WorkflowChildren:
         ended_now = made["state"] in TERMINAL_STATES
         waiting = f"waiting for child run {child_id}"
         await context.park(waiting, self._wait(child_id, ended_now, context.timeout_s))
-        ended = await self._local(CHILD_ENDED, {"run_id": self._run_id, "child_run_id": child_id})
+        ended = await store_call(CHILD_ENDED, {"run_id": self._run_id, "child_run_id": child_id})
         self._sink.report_children_usage(usage_from_dict(ended["children_usage"]))
         self._sink.emit(
             ChildFinished(
@@ -139,11 +130,6 @@ class WorkflowChildren:
         if "error" in ended:
             raise ToolError(str(ended["error"]), hint=ended.get("hint"))
         return ToolResult(text=str(ended["text"]), metadata=ended.get("metadata") or {})
-
-    async def _local(self, name: str, data: dict[str, Any]) -> dict[str, Any]:
-        return await workflow.execute_local_activity(
-            name, data, start_to_close_timeout=timedelta(seconds=60), retry_policy=_RETRY
-        )
 
     async def _wait(self, child_id: str, ended: bool, timeout_s: float | None) -> None:
         """The call and its wait on record, then the child's workflow to its end."""

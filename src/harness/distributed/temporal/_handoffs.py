@@ -13,28 +13,19 @@ embedded `StoreSink` commits it. From then on every activity names the target's 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
 from typing import Any, Final
-
-from temporalio import workflow
-from temporalio.common import RetryPolicy
 
 from harness.agent.handoff import HandoffRefused, HandoffTools, Seat
 from harness.agent.spec import AgentSpec
 from harness.distributed.host import AgentKey, WorkerHost
 
+from ._local import store_call
 from ._sink import WorkflowSink
 
 __all__ = ["HAND_OVER", "WorkflowSwitch"]
 
 HAND_OVER: Final = "harness.hand_over"
 
-_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=0.5),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=10),
-    maximum_attempts=20,
-)
 """Building the target reads the store at most (an MCP server's tools): retried."""
 
 SeatMaker = Callable[[AgentSpec, Sequence[Mapping[str, Any]]], Seat]
@@ -77,11 +68,8 @@ class WorkflowSwitch:
 
     async def prepare(self, source: AgentSpec, target: str) -> Seat:
         """The target built on a worker, sat on the workflow's proxies; nothing written."""
-        data: dict[str, Any] = await workflow.execute_local_activity(
-            HAND_OVER,
-            {"key": self._key.to_dict(), "target": target},
-            start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=_RETRY,
+        data: dict[str, Any] = await store_call(
+            HAND_OVER, {"key": self._key.to_dict(), "target": target}
         )
         refused = data.get("refused")
         if refused is not None:

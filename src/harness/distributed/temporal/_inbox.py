@@ -15,11 +15,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 
 from harness.core.events import MessageReceived, MessageSent, summarize
 from harness.errors import RunInterrupted, ToolError
@@ -32,6 +30,8 @@ from harness.tools.builtin.messages import (
 from harness.tools.context import Letter, ToolContext
 from harness.tools.spec import ToolSpec
 
+from ._local import store_call
+
 if TYPE_CHECKING:
     from ._sink import WorkflowSink
 
@@ -40,12 +40,6 @@ __all__ = ["INBOX", "SEND", "WorkflowMailbox", "inbox_tool"]
 INBOX: Final = "harness.inbox"
 SEND: Final = "harness.send"
 
-_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=0.5),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=10),
-    maximum_attempts=20,
-)
 """Reads, and a send keyed by the call (sent once however often it is tried)."""
 
 
@@ -113,7 +107,7 @@ class WorkflowMailbox:
     async def take(self, call_id: str | None = None) -> list[Letter]:
         """The messages not delivered yet; they are delivered with the next batch."""
         self._seen()
-        unread: list[dict[str, Any]] = await self._local(INBOX, {"run_id": self._run_id})
+        unread: list[dict[str, Any]] = await store_call(INBOX, {"run_id": self._run_id})
         letters: list[Letter] = []
         for m in unread:
             if m["id"] in self._taken:
@@ -161,7 +155,7 @@ class WorkflowMailbox:
 
     async def send(self, to: str, content: str, *, call_id: str) -> int:
         """Send a message to run `to` once per call, and tell its workflow (`mail`)."""
-        sent: dict[str, Any] = await self._local(
+        sent: dict[str, Any] = await store_call(
             SEND,
             {
                 "run_id": self._run_id,
@@ -183,8 +177,3 @@ class WorkflowMailbox:
             )
         )
         return message_id
-
-    async def _local(self, name: str, data: dict[str, Any]) -> Any:
-        return await workflow.execute_local_activity(
-            name, data, start_to_close_timeout=timedelta(seconds=60), retry_policy=_RETRY
-        )

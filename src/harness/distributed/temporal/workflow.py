@@ -49,6 +49,7 @@ from ._children import WorkflowChildren
 from ._handoffs import WorkflowSwitch
 from ._hosts import host_of
 from ._inbox import WorkflowMailbox
+from ._local import store_call
 from ._sink import WorkflowSink
 from ._wire import (
     event_to_dict,
@@ -69,15 +70,6 @@ MODEL_CALL: Final = "harness.model_call"
 TOOL_CALL: Final = "harness.tool_call"
 RECORD: Final = "harness.record"
 VERIFY: Final = "harness.verify"
-
-_STORE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=0.5),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=10),
-    maximum_attempts=20,
-)
-"""Store writes and reads: retried (a store that is down comes back); each is idempotent."""
-
 
 _SAFE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=0.5),
@@ -141,12 +133,7 @@ class _Caller:
 
     async def record(self, batches: list[dict[str, Any]]) -> None:
         # A local activity: a store write needs no trip through the server's queue.
-        await workflow.execute_local_activity(
-            RECORD,
-            {"run_id": self.run_id, "writes": batches},
-            start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=_STORE_RETRY,
-        )
+        await store_call(RECORD, {"run_id": self.run_id, "writes": batches})
 
     async def model_call(self, request: ModelRequest, policy: ModelCallPolicy) -> dict[str, Any]:
         batches = self._carried()
@@ -443,12 +430,7 @@ class RunWorkflow:
 
     async def _load(self, run_id: str) -> LoadedRun | None:
         """Where the run left off; `None` when it has ended already (a local activity)."""
-        data = await workflow.execute_local_activity(
-            LOAD_RUN,
-            run_id,
-            start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=_STORE_RETRY,
-        )
+        data = await store_call(LOAD_RUN, run_id)
         loaded = LoadedRun.from_dict(data)
         if loaded.state not in (RunState.RUNNING, RunState.WAITING_TOOL):
             return None

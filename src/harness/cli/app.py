@@ -306,6 +306,7 @@ def _tool_names(option: str, settings: Settings) -> list[str]:
         ConfigError: A name that is no tool, one of an unknown MCP server, or one named
             twice.
     """
+    from harness.runtime._settings_agents import server_known, server_of
     from harness.runtime.registry import is_selector
     from harness.tools.builtin import BUILTIN_TOOLS
 
@@ -313,8 +314,8 @@ def _tool_names(option: str, settings: Settings) -> list[str]:
     if names == ["none"]:
         return []
     for index, name in enumerate(names):
-        server = name.partition(".")[0] if "." in name and not name.startswith("tag:") else None
-        if server is not None and not is_selector(server) and server not in settings.mcp_servers:
+        server = server_of(name)  # as an agent's `tools` in harness.toml reads it
+        if server is not None and not server_known(server, settings.mcp_servers):
             known = ", ".join(sorted(settings.mcp_servers)) or "none"
             raise ConfigError(
                 f"--tools: {name!r} names a tool of MCP server {server!r}, which is not "

@@ -26,7 +26,15 @@ from harness.runtime._config_file import FileConfig
 from harness.runtime._trigger_rules import Trigger, make_trigger
 from harness.tools.approvals import ApprovalPolicy
 
-__all__ = ["Problem", "agents_of", "experiments_of", "task_types_of", "triggers_of"]
+__all__ = [
+    "Problem",
+    "agents_of",
+    "experiments_of",
+    "server_known",
+    "server_of",
+    "task_types_of",
+    "triggers_of",
+]
 
 Problem = Callable[[tuple[str, ...], str], str]
 """Formats a problem with a key: the file (or environment variable) and the key path."""
@@ -242,8 +250,8 @@ def _split_tools(
     python: list[str] = []
     picks: list[str] = []
     for name in tools:
-        server = name.removeprefix("mcp:") if name.startswith("mcp:") else _server_of(name)
-        if server is not None and not _server_known(server, mcp_servers):
+        server = name.removeprefix("mcp:") if name.startswith("mcp:") else server_of(name)
+        if server is not None and not server_known(server, mcp_servers):
             known = ", ".join(sorted(mcp_servers)) or "none"
             raise ConfigError(
                 problem(
@@ -273,14 +281,14 @@ def _split_tools(
     return tuple(builtin), tuple(mcp), tuple(python), tuple(picks)
 
 
-def _server_of(name: str) -> str | None:
+def server_of(name: str) -> str | None:
     """The server part of `SERVER.TOOL` (or of a glob such as `github.*`), if any."""
     if name.startswith("tag:") or ":" in name or "." not in name:
         return None
     return name.split(".")[0]
 
 
-def _server_known(server: str, mcp_servers: Mapping[str, Any]) -> bool:
+def server_known(server: str, mcp_servers: Mapping[str, Any]) -> bool:
     """Whether a configured server has the name `server` (or matches it, as a glob)."""
     import fnmatch
 

@@ -286,15 +286,25 @@ def _slow_researcher(request: ModelRequest) -> Message:
     return reply("found it")
 
 
+@pytest.mark.parametrize("mail_first", [False, True], ids=["no-mail", "mail-read-first"])
 async def test_a_parent_paused_while_it_waits_pauses_its_child_and_both_resume(
-    tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    temporal_address: str,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+    mail_first: bool,
 ) -> None:
+    """With `mail_first`, the parent reads a message before it calls its child: reading
+    mail must not make the workflow forget the child it started (it would start it again
+    on resume, and fail)."""
     monkeypatch.setattr(tree_agents, "FAN_OUT", 1)
     slow = Agent(
         name="researcher", model=FunctionModel(_slow_researcher, latency_s=1.5), tools=[look]
     )
     async with Harness(temporal(tmp_path, temporal_address, task_queue)) as h:
         run_id = await h.submit(tree_agents.supervisor(slow), "survey")
+        if mail_first:
+            await h.send(run_id, "a note before you start")
         child_id = child_run_id(run_id, "fan-0")
         await state_of(h, run_id, RunState.WAITING_TOOL)
         await h.pause(run_id)
@@ -312,6 +322,7 @@ async def test_a_parent_paused_while_it_waits_pauses_its_child_and_both_resume(
     assert [p.existed for p in payloads(events, ChildStarted)] == [False, True]
     assert [e.type for e in child_events].count("run_resumed") == 1
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert len(payloads(events, MessageReceived)) == int(mail_first)
 
 
 async def test_a_pause_ends_a_wait_for_a_message_and_the_wait_goes_on_after_resume(

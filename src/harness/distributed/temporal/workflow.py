@@ -491,8 +491,6 @@ class RunWorkflow:
 
     def _read_mail(self) -> None:
         self._mail = False
-        self._children: WorkflowChildren | None = None
-        self._mailbox: WorkflowMailbox | None = None
 
     def _waits(self) -> bool:
         """Whether a parked call stops waiting: the run pauses there (`at = "wait"`)."""

@@ -52,7 +52,8 @@ def test_the_table_is_read(tmp_path: Path) -> None:
     configure(
         tmp_path,
         '[runtime]\nbackend = "temporal"\ntemporal_address = "temporal.internal:7233"\n'
-        'namespace = "agents.prod"\ntask_queue = "support-agents"\ntemporal_tls = true\n',
+        'namespace = "agents.prod"\ntask_queue = "support-agents"\ntemporal_tls = true\n'
+        "temporal_history_events = 2000\n",
     )
     assert load_settings(tmp_path).runtime == RuntimeSettings(
         backend="temporal",
@@ -60,6 +61,7 @@ def test_the_table_is_read(tmp_path: Path) -> None:
         namespace="agents.prod",
         task_queue="support-agents",
         temporal_tls=True,
+        temporal_history_events=2000,
     )
 
 
@@ -103,6 +105,8 @@ def test_the_environment_alone_switches_the_backend(
         ('task_queue = " q"', "runtime.task_queue", "no surrounding spaces"),
         ('task_queue = "/_sys/q"', "runtime.task_queue", "/_sys/"),
         ('temporal_tls = "maybe"', "runtime.temporal_tls", "valid boolean"),
+        ("temporal_history_events = 5", "runtime.temporal_history_events", "greater than or"),
+        ("temporal_history_events = 60000", "runtime.temporal_history_events", "less than or"),
         ('temporal_adress = "x:1"', "runtime.temporal_adress", "Extra inputs"),
     ],
 )
@@ -226,6 +230,7 @@ def test_config_show_says_where_the_runs_go_and_where_each_key_came_from(tmp_pat
         "runtime.namespace": {"value": "prod", "source": "runtime.namespace"},
         "runtime.task_queue": {"value": "billing", "source": "HARNESS_RUNTIME__TASK_QUEUE"},
         "runtime.temporal_tls": {"value": True, "source": "runtime.temporal_tls"},
+        "runtime.temporal_history_events": {"value": 10_000, "source": "built-in default"},
         "runtime.temporal_api_key": {"value": None, "source": "HARNESS_TEMPORAL_API_KEY (unset)"},
     }
     env["HARNESS_TEMPORAL_API_KEY"] = KEY

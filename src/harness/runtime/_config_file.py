@@ -340,6 +340,7 @@ class _RuntimeEntry(BaseModel):
     namespace: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
     task_queue: str = Field(default="harness", min_length=1, max_length=1000)
     temporal_tls: bool = False
+    temporal_history_events: int = Field(default=10_000, ge=100, le=50_000)
 
     @model_validator(mode="before")
     @classmethod
@@ -382,6 +383,7 @@ class _RuntimeEntry(BaseModel):
             namespace=self.namespace,
             task_queue=self.task_queue,
             temporal_tls=self.temporal_tls,
+            temporal_history_events=self.temporal_history_events,
             temporal_api_key=api_key,
         )
 

@@ -82,7 +82,13 @@ def explain(
     return list(found.values())
 
 
-_TEMPORAL_KEYS = ("temporal_address", "namespace", "task_queue", "temporal_tls")
+_TEMPORAL_KEYS = (
+    "temporal_address",
+    "namespace",
+    "task_queue",
+    "temporal_tls",
+    "temporal_history_events",
+)
 
 
 def _runtime(settings: Settings) -> dict[str, Setting]:

@@ -88,6 +88,8 @@ class TemporalOptions:
     heartbeat_s: float = 5.0
     """The heartbeat timeout of model and tool calls: a dead worker's call is given up after
     this long."""
+    history_events: int = 10_000
+    """A run's workflow continues as new at a step boundary past this many history events."""
 
     @classmethod
     def of(cls, runtime: RuntimeSettings) -> TemporalOptions:
@@ -99,6 +101,7 @@ class TemporalOptions:
             tls=runtime.temporal_tls,
             api_key=runtime.temporal_api_key,
             heartbeat_s=float(os.environ.get("HARNESS_TEMPORAL_HEARTBEAT_S") or 5.0),
+            history_events=runtime.temporal_history_events,
         )
 
 
@@ -519,4 +522,9 @@ async def _connect(options: TemporalOptions) -> RunClient:
     client = await connect(
         options.address, namespace=options.namespace, tls=options.tls, api_key=options.api_key
     )
-    return RunClient(client, task_queue=options.task_queue, heartbeat_s=options.heartbeat_s)
+    return RunClient(
+        client,
+        task_queue=options.task_queue,
+        heartbeat_s=options.heartbeat_s,
+        history_events=options.history_events,
+    )

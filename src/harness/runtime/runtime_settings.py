@@ -6,6 +6,7 @@
     namespace = "default"
     task_queue = "harness"
     temporal_tls = false            # true for a real cluster
+    temporal_history_events = 10000 # a run's workflow continues as new past this
 
 The API key of a Temporal cluster is read from HARNESS_TEMPORAL_API_KEY only, never from
 the file, and it is left out of every repr, so that printing or logging the settings never
@@ -43,6 +44,10 @@ class RuntimeSettings:
     """`task_queue`: the queue `harness worker` polls and runs are started on."""
     temporal_tls: bool = False
     """`temporal_tls`: connect with TLS (a real cluster, Temporal Cloud)."""
+    temporal_history_events: int = 10_000
+    """`temporal_history_events`: a run's workflow continues as new at the first step
+    boundary once its Temporal history holds this many events (or when the server suggests
+    it), so a long run never reaches the server's limit on one history (51,200 events)."""
     temporal_api_key: str | None = field(default=None, repr=False)
     """From HARNESS_TEMPORAL_API_KEY: the key sent to the cluster; never shown."""
 

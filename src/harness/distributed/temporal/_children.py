@@ -81,6 +81,10 @@ class WorkflowChildren:
         """Parallel calls count their children and make their rows one at a time, as
         embedded: two calls at `max_children - 1` would otherwise both start one."""
 
+    def in_flight(self) -> bool:
+        """Whether a child workflow this one started has not ended (a pause left it waiting)."""
+        return any(not handle.done() for handle in self._handles.values())
+
     async def run(self, agent: Any, task: str, context: ToolContext) -> ToolResult:
         """Run `agent` on `task` as a child workflow and answer with its result.
 

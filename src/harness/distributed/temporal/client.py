@@ -75,17 +75,31 @@ class RunClient:
         heartbeat_s: The heartbeat timeout of the runs' model and tool calls: a dead
             worker's call is given up (and run again, or reported as of unknown outcome)
             after this long.
+        history_events: A run's workflow continues as new at a step boundary once its
+            history holds this many events.
     """
 
-    def __init__(self, client: Client, *, task_queue: str, heartbeat_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str,
+        heartbeat_s: float = 5.0,
+        history_events: int = 10_000,
+    ) -> None:
         self.client, self.task_queue, self.heartbeat_s = client, task_queue, heartbeat_s
+        self.history_events = history_events
 
     async def start(self, run_id: str) -> None:
         """Start the run's workflow; a second start of the same run does nothing."""
         try:
             await self.client.start_workflow(
                 WORKFLOW,
-                {"run_id": run_id, "heartbeat_s": self.heartbeat_s},
+                {
+                    "run_id": run_id,
+                    "heartbeat_s": self.heartbeat_s,
+                    "history_events": self.history_events,
+                },
                 id=run_id,
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,

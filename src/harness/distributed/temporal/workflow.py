@@ -9,6 +9,12 @@ the run (`Limits.max_seconds`). Workflow id = run id.
 Controls: signals `pause`, `resume` and `cancelling` (who cancels and why, sent just before
 the workflow's cancellation), update `decide` (approve or deny a call), query `state`.
 
+A long run's history is renewed: at the first step boundary after it holds
+`history_events` events (`[runtime] temporal_history_events`), or once the server suggests
+it, the workflow writes what the step did and continues as new with the same workflow id;
+the new execution loads the run from the store, as a resume does. It waits while a child
+run, an approval or a pause is in flight, and carries the mail flag it was signalled.
+
 The workflow is not sandboxed: agents and their tools live in the worker's memory (found
 through the task queue's `WorkerHost`), and the loop is deterministic given what the
 activities returned; a replay test guards that.
@@ -64,6 +70,8 @@ from ._wire import (
 __all__ = ["WORKFLOW", "RunWorkflow"]
 
 WORKFLOW: Final = "harness.run"
+DEFAULT_HISTORY_EVENTS: Final = 10_000
+"""Events in a run's history before it continues as new, unless the start says otherwise."""
 
 LOAD_RUN: Final = "harness.load_run"
 MODEL_CALL: Final = "harness.model_call"
@@ -336,6 +344,8 @@ class RunWorkflow:
         self._mail = False
         self._children: WorkflowChildren | None = None
         self._mailbox: WorkflowMailbox | None = None
+        self._history_events = DEFAULT_HISTORY_EVENTS
+        self._renewing = False
 
     @workflow.signal(name="pause")
     def pause(self) -> None:
@@ -381,6 +391,8 @@ class RunWorkflow:
     async def run(self, start: dict[str, Any]) -> dict[str, Any]:
         """Execute the run to its end (a pause waits in here for `resume`)."""
         run_id, heartbeat_s = str(start["run_id"]), float(start.get("heartbeat_s") or 5.0)
+        self._history_events = int(start.get("history_events") or DEFAULT_HISTORY_EVENTS)
+        self._mail = bool(start.get("mail"))
         host = host_of(workflow.info().task_queue)
         try:
             loaded = await self._load(run_id)
@@ -405,7 +417,7 @@ class RunWorkflow:
             key_prefix=workflow.info().run_id,
             now=lambda: workflow.now().timestamp(),
             flush=caller.record,
-            pause_requested=lambda: self._paused,
+            pause_requested=self._stops,
             cancel_requested=lambda: self._cancel is not None,
             usage=usage_from_dict(dict(loaded.usage)),
         )
@@ -416,6 +428,8 @@ class RunWorkflow:
                 result = await self._execute(host, loaded, caller, sink)
                 if result is not None:
                     return await self._finished(host, self._agent, result, sink)
+                if self._renewing:
+                    workflow.continue_as_new(self._renewed(start))
                 await workflow.wait_condition(lambda: not self._paused or self._cancel is not None)
                 caller.check()
                 sink.emit(RunResumed())
@@ -484,10 +498,36 @@ class RunWorkflow:
                 else None,
             )
         except RunInterrupted:
+            if self._renewing:  # the step is written; the next execution goes on from it
+                await sink.flush()
+                return None
             sink.emit(RunPaused(at=self._paused_at))
             self._paused_at = "step boundary"
             await sink.flush(RunUpdate(state=RunState.PAUSED, usage=sink.usage))
             return None
+
+    def _stops(self) -> bool:
+        """Whether the loop stops at this step boundary: paused, or its history is renewed."""
+        if self._paused:
+            return True
+        self._renewing = self._renewing or self._history_full()
+        return self._renewing
+
+    def _history_full(self) -> bool:
+        """Whether the history is due to be renewed, and nothing in flight holds it here."""
+        if self._cancel is not None or self._asked:
+            return False
+        if self._children is not None and self._children.in_flight():
+            return False
+        info = workflow.info()
+        return (
+            info.get_current_history_length() >= self._history_events
+            or info.is_continue_as_new_suggested()
+        )
+
+    def _renewed(self, start: Mapping[str, Any]) -> dict[str, Any]:
+        """The first argument of the execution that continues this one."""
+        return {**start, "history_events": self._history_events, "mail": self._mail}
 
     def _read_mail(self) -> None:
         self._mail = False
@@ -508,7 +548,11 @@ class RunWorkflow:
                 sink=sink,
                 start=lambda child: (
                     WORKFLOW,
-                    {"run_id": child, "heartbeat_s": caller.heartbeat_s},
+                    {
+                        "run_id": child,
+                        "heartbeat_s": caller.heartbeat_s,
+                        "history_events": self._history_events,
+                    },
                 ),
                 cancelled=lambda: self._cancel is not None,
                 paused=self._waits,

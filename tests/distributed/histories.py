@@ -41,7 +41,7 @@ from harness.runtime._temporal import TemporalHost
 from harness.runtime.runtime_settings import RuntimeSettings
 
 sys.path.insert(0, str(Path(__file__).parent / "processes"))
-from history_agent import LISTENER, NAME, SUPERVISOR, TRIAGE, recorded_agents
+from history_agent import LISTENER, LONG, LOOKUPS, NAME, SUPERVISOR, TRIAGE, recorded_agents
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "temporal"
 
@@ -136,13 +136,25 @@ async def message(h: Harness, gate: asyncio.Event) -> str:
     return run_id
 
 
+async def renew(h: Harness, gate: asyncio.Event) -> str:
+    """A long run whose history is renewed (continued as new) on the way."""
+    run_id = await h.submit(LONG, "look it all up")
+    result = await h.wait(run_id, timeout=60)
+    assert result.output == f"looked up {LOOKUPS} parts", result
+    return run_id
+
+
 SCENARIOS = {
     "approve-pause-resume": approve_pause_resume,
     "cancel-in-flight": cancel_in_flight,
     "handoff": handoff,
     "children": children,
     "message": message,
+    "renew": renew,
 }
+
+HISTORY_EVENTS = {"renew": 100}
+"""`temporal_history_events` of the scenarios that set it (others keep the default)."""
 
 
 async def record(address: str, tag: str, home: Path, only: list[str] | None = None) -> list[Path]:
@@ -155,18 +167,38 @@ async def record(address: str, tag: str, home: Path, only: list[str] | None = No
             continue
         gate = asyncio.Event()
         queue = f"record-{uuid.uuid4().hex[:8]}"
-        runtime = RuntimeSettings(backend="temporal", temporal_address=address, task_queue=queue)
+        runtime = RuntimeSettings(
+            backend="temporal",
+            temporal_address=address,
+            task_queue=queue,
+            temporal_history_events=HISTORY_EVENTS.get(name, 10_000),
+        )
         settings = Settings(home=home / name, runtime=runtime)
         async with Harness(settings, agents=recorded_agents(gate)) as h:
             run_id = await scenario(h, gate)
             handle = client.get_workflow_handle(run_id)
             await handle.result()  # the workflow's end, after the run's end in the store
-        history = await handle.fetch_history()
-        path = FIXTURES / f"{name}-{tag}.json"
-        path.write_text(history.to_json() + "\n", encoding="utf-8")
-        await replay(path, home / f"{name}-replay")
-        written.append(path)
+        for index, history in enumerate(await _executions(client, run_id)):
+            suffix = f"-{index + 1}" if index else ""
+            path = FIXTURES / f"{name}-{tag}{suffix}.json"
+            path.write_text(history.to_json() + "\n", encoding="utf-8")
+            await replay(path, home / f"{name}-replay{suffix}")
+            written.append(path)
     return written
+
+
+async def _executions(client: Client, run_id: str) -> list[WorkflowHistory]:
+    """The histories of the run's workflow executions, first to last (more than one when
+    it continued as new)."""
+    histories: list[WorkflowHistory] = []
+    execution: str | None = None
+    while True:
+        history = await client.get_workflow_handle(run_id, run_id=execution).fetch_history()
+        histories.append(history)
+        started = history.events[0].workflow_execution_started_event_attributes
+        execution = started.continued_execution_run_id or None
+        if execution is None:
+            return histories[::-1]
 
 
 def main() -> None:

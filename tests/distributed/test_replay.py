@@ -3,7 +3,8 @@
 tests/fixtures/temporal/ holds histories of runs that went through every path of the
 workflow (model and tool calls, retried and at-most-once tools, a pause at a step boundary
 and one while a call waited for approval, resume, approval, a cancel while a call ran, a
-handoff, two child workflows at once, a wait for a message woken by a signal).
+handoff, two child workflows at once, a wait for a message woken by a signal, a long
+run continued as new: each of its executions is a file).
 Temporal replays a run's history on whatever worker takes it over, so a change of the
 workflow code that these no longer replay on would break runs in flight when it is
 deployed. Re-record with `python tests/distributed/histories.py` (see its docstring).

@@ -81,19 +81,31 @@ def _listener(request: ModelRequest) -> Message:
     return reply(f"heard: {heard[-1]}")
 
 
-TRIAGE, BILLING, SUPERVISOR, RESEARCHER, LISTENER = (
+LOOKUPS = 12
+"""How many lookups the long run makes, one per step (its history is renewed on the way)."""
+
+
+def _long(request: ModelRequest) -> Message:
+    done = sum(m.role == "tool" for m in request.messages)
+    if done < LOOKUPS:
+        return reply(f"lookup {done}", call("lookup", {"topic": f"part {done}"}, id=f"k{done}"))
+    return reply(f"looked up {done} parts")
+
+
+TRIAGE, BILLING, SUPERVISOR, RESEARCHER, LISTENER, LONG = (
     "recorded_triage",
     "recorded_billing",
     "recorded_supervisor",
     "recorded_researcher",
     "recorded_listener",
+    "recorded_long",
 )
 
 
 def recorded_agents(gate: asyncio.Event | None = None) -> tuple[Agent, ...]:
     """Every agent of the recorded histories: `recorded_agent(gate)`, a triage agent that
-    hands over to billing, a supervisor with two researcher children, and a listener that
-    waits for a message."""
+    hands over to billing, a supervisor with two researcher children, a listener that
+    waits for a message, and a long run of lookups."""
 
     def model(script: Callable[[ModelRequest], Message], name: str) -> FunctionModel:
         return FunctionModel(script, name=name, keep_requests=False)
@@ -113,6 +125,7 @@ def recorded_agents(gate: asyncio.Event | None = None) -> tuple[Agent, ...]:
         ),
         researcher,
         Agent(name=LISTENER, model=model(_listener, "listener-model"), tools=["wait_for_message"]),
+        Agent(name=LONG, model=model(_long, "long-model"), tools=[lookup]),
     )
 
 

@@ -77,14 +77,15 @@ async def state_of(h: Harness, run_id: str, *states: str, timeout: float = 60) -
 
 
 async def test_a_long_run_continues_as_new_and_ends_as_an_embedded_one(
-    tmp_path: Path, temporal_address: str, task_queue: str
+    tmp_path: Path, temporal_address: str, task_queue: str, store_target: str
 ) -> None:
+    """On either store: with PostgreSQL the activities write and load the run there."""
     async with Harness(Settings(home=tmp_path / "embedded")) as h:
         expected = await h.wait(await h.submit(ticker(tmp_path / "embedded.ledger", 25), "go"))
         embedded_events = await h.store.events(expected.run_id)
         embedded_messages = await h.store.messages(expected.run_id)
     home = tmp_path / "temporal"
-    async with Harness(temporal(home, temporal_address, task_queue)) as h:
+    async with Harness(temporal(home, temporal_address, task_queue), store=store_target) as h:
         run_id = await h.submit(ticker(tmp_path / "ledger", 25), "go")
         result = await h.wait(run_id, timeout=120)
         events = await h.store.events(run_id)

@@ -251,6 +251,36 @@ async def test_the_conversation_examples_agents_talk_on_temporal(
     assert unread == [[], []]
 
 
+async def test_an_embedded_run_s_message_wakes_a_temporal_run_that_waits(
+    tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    """The planner runs embedded, the reviewer on Temporal, in one store: the planner's
+    `send_message` only writes to the store (no Temporal client), and a Temporal worker
+    relays it to the reviewer's workflow, which wakes long before its 60 s deadline."""
+    reviewer, planner = conversation.agents(None)
+    on_temporal = temporal(tmp_path, temporal_address, task_queue)
+    async with (
+        Harness(on_temporal, agents=(reviewer,)) as t,
+        Harness(Settings(home=tmp_path), agents=(planner,)) as e,
+    ):
+        reviewer_id = await t.submit(reviewer, "Review the plans other agents send you.")
+        await state_of(t, reviewer_id, RunState.WAITING_TOOL)
+        planner_id = await e.submit(planner, f"Plan a database change; ask {reviewer_id}")
+        reviewed = await t.wait(reviewer_id, timeout=30)
+        planned = await e.wait(planner_id, timeout=30)
+        events = await t.store.events(reviewer_id)
+        engines = [(await t.get(run)).engine for run in (reviewer_id, planner_id)]
+        left = await t.store.take_controls(run_id=reviewer_id)  # the relay took its mail
+    assert engines == ["temporal", "embedded"]
+    assert left == []
+    assert reviewed.output == f"Reviewed the plan of {planner_id}."
+    assert planned.output.startswith("Plan revised after the review ('Good plan;")
+    [ended] = payloads(events, WaitEnded)
+    assert ended.waited_s < 30  # woken by the relayed message, not by its deadline
+    [received] = payloads(events, MessageReceived)
+    assert received.sender_run == planner_id
+
+
 async def test_harness_send_wakes_a_run_waiting_for_a_message(
     tmp_path: Path, temporal_address: str, task_queue: str
 ) -> None:

@@ -925,6 +925,20 @@ async def test_an_owner_takes_the_controls_of_its_runs(store: EventStore) -> Non
     assert [c.run_id for c in await store.take_controls(run_id="run_2")] == ["run_2"]
 
 
+async def test_an_engine_takes_the_controls_of_its_runs(store: EventStore) -> None:
+    """Temporal runs have no owner: a Temporal worker relays their controls."""
+    await new_run(store, "run_e")
+    await new_run(store, "run_t1", engine="temporal")
+    await new_run(store, "run_t2", engine="temporal")
+    await store.claim("w1", lease_s=60, run_ids=["run_e"])
+    for run_id in ("run_e", "run_t1", "run_t2", "run_t1"):
+        await store.send_control(run_id, "mail")
+    taken = await store.take_controls(engine="temporal")
+    assert [c.run_id for c in taken] == ["run_t1", "run_t2", "run_t1"]
+    assert await store.take_controls(engine="temporal") == []
+    assert [c.run_id for c in await store.take_controls(owner="w1")] == ["run_e"]
+
+
 async def test_concurrent_takers_get_each_control_exactly_once(
     target: str, clock: FakeClock
 ) -> None:
@@ -952,6 +966,8 @@ async def test_controls_need_a_run_and_one_scope(store: EventStore) -> None:
         await store.take_controls()
     with pytest.raises(ConfigError, match="exactly one"):
         await store.take_controls(run_id="a", owner="b")
+    with pytest.raises(ConfigError, match="exactly one"):
+        await store.take_controls(owner="b", engine="temporal")
 
 
 # Decisions

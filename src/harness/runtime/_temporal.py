@@ -62,6 +62,10 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 
+_RELAY_POLL_S = 0.5
+"""How often a Temporal worker looks for controls of Temporal runs without a notice (SQLite
+has none; PostgreSQL's NOTIFY wakes it at once)."""
+
 _LONGEST_RETRY_WAIT_S = 60.0
 """The longest the gateway waits between two tries (`Retrying.max_retry_after_s`)."""
 
@@ -443,9 +447,12 @@ class TemporalBackend:
         self._connecting = asyncio.Lock()
         self._worker: RunWorker | None = None
         self._working: asyncio.Task[None] | None = None
+        self._relaying: asyncio.Task[None] | None = None
 
     async def open(self, *, execute: bool) -> None:
         """With `execute`, connect and start a worker of the task queue in this process.
+
+        It also relays the store's controls of Temporal runs to their workflows (`_relay`).
 
         Raises:
             ConfigError: temporalio is not installed, or the server cannot be reached.
@@ -462,6 +469,33 @@ class TemporalBackend:
             max_concurrent_activities=self._max_concurrent,
         )
         self._working = asyncio.create_task(self._worker.run(), name="harness-temporal-worker")
+        self._relaying = asyncio.create_task(self._relay(), name="harness-temporal-relay")
+
+    async def _relay(self) -> None:
+        """Tell the workflows of Temporal runs what the store was asked for them.
+
+        A message kept for a Temporal run by a process that has no Temporal client (an
+        embedded run's `send_message`, for instance) queues a `mail` control, as for any
+        run; Temporal runs have no owner to take it, so the workers of the task queue take
+        them (each control goes to one taker) and signal `mail`, which wakes a run that
+        waits for a message. Decisions reached their workflow when they were made (only a
+        Harness on Temporal can make them): their controls are taken so they do not pile up.
+        A signal lost with a dying worker leaves the message in the inbox, read at the run's
+        next step boundary or when its wait ends.
+        """
+        store, seen = self._host.store, 0
+        while True:
+            try:
+                controls = await store.take_controls(engine="temporal")
+                mailed = dict.fromkeys(c.run_id for c in controls if c.kind == "mail")
+                if mailed:
+                    runs = await self.runs()
+                    for run_id in mailed:
+                        with contextlib.suppress(Exception):  # it ended: nothing to wake
+                            await runs.mail(run_id)
+            except Exception:
+                _log.exception("relaying controls to Temporal runs failed; trying again")
+            seen = await store.wait_for_notice("controls", seen, _RELAY_POLL_S)
 
     async def runs(self) -> RunClient:
         """The workflow verbs, connected on first use.
@@ -503,6 +537,11 @@ class TemporalBackend:
 
     async def aclose(self) -> None:
         """Stop this process's worker, if any (its runs go on on other workers)."""
+        if self._relaying is not None:
+            self._relaying.cancel()
+            with contextlib.suppress(BaseException):
+                await self._relaying
+            self._relaying = None
         if self._worker is not None and self._working is not None:
             with contextlib.suppress(Exception):
                 await self._worker.shutdown()

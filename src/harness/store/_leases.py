@@ -118,24 +118,31 @@ def send_control(
     return int(rows[0][0])
 
 
-def take_controls(db: Db, *, run_id: str | None, owner: str | None, now: float) -> list[Control]:
-    """Mark the pending controls of a run, or of an owner's runs, consumed and return them.
+def take_controls(
+    db: Db, *, run_id: str | None, owner: str | None, engine: str | None = None, now: float
+) -> list[Control]:
+    """Mark the pending controls of a run, an owner's or an engine's runs consumed.
+
+    Returns them, in the order sent.
 
     A concurrent taker waits for the row locks, then finds the rows consumed: every control
     goes to exactly one caller.
     """
+    # From the controls not consumed (index controls_unconsumed, usually none) to their
+    # runs: `run_id IN (runs of owner)` looked up every run the owner holds, each poll.
     if run_id is not None:
-        scope, key = "run_id = ?", run_id
+        scope, key, taker = "run_id = ?", run_id, owner
     elif owner is not None:
-        # From the controls not consumed (index controls_unconsumed, usually none) to their
-        # runs: `run_id IN (runs of owner)` looked up every run the owner holds, each poll.
         scope = "EXISTS (SELECT 1 FROM runs WHERE runs.run_id = controls.run_id AND owner = ?)"
-        key = owner
+        key, taker = owner, owner
+    elif engine is not None:
+        scope = "EXISTS (SELECT 1 FROM runs WHERE runs.run_id = controls.run_id AND engine = ?)"
+        key, taker = engine, f"{engine} relay"
     else:
         return []
     rows = db.query(
         "UPDATE controls SET consumed_at = ?, consumed_by = ? "
         f"WHERE consumed_at IS NULL AND {scope} RETURNING {CONTROL_COLUMNS}",
-        (now, owner, key),
+        (now, taker, key),
     )
     return sorted((control_from_row(row) for row in rows), key=lambda c: c.id)

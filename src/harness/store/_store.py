@@ -305,14 +305,14 @@ class SqlStore:
         return await self._write(lambda db: _leases.send_control(db, d, run_id, kind, body, now))
 
     async def take_controls(
-        self, *, run_id: str | None = None, owner: str | None = None
+        self, *, run_id: str | None = None, owner: str | None = None, engine: str | None = None
     ) -> list[Control]:
-        """Consume the pending controls of a run or of an owner's runs, in order."""
-        if (run_id is None) == (owner is None):
-            raise ConfigError("take_controls needs exactly one of run_id and owner")
+        """Consume the pending controls of a run, an owner's or an engine's runs, in order."""
+        if sum(scope is not None for scope in (run_id, owner, engine)) != 1:
+            raise ConfigError("take_controls needs exactly one of run_id, owner and engine")
         now = self._clock.now()
         return await self._write(
-            lambda db: _leases.take_controls(db, run_id=run_id, owner=owner, now=now)
+            lambda db: _leases.take_controls(db, run_id=run_id, owner=owner, engine=engine, now=now)
         )
 
     async def decide(self, decision: Decision) -> Decision | None:

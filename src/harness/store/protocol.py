@@ -616,9 +616,12 @@ class EventStore(Protocol):
         ...
 
     async def take_controls(
-        self, *, run_id: str | None = None, owner: str | None = None
+        self, *, run_id: str | None = None, owner: str | None = None, engine: str | None = None
     ) -> list[Control]:
-        """Consume the pending controls of one run, or of every run leased to `owner`.
+        """Consume the pending controls of one run, an owner's runs, or an engine's runs.
+
+        `owner`: every run leased to it. `engine`: every run it executes (Temporal runs have
+        no owner: a Temporal worker relays theirs).
 
         Each control is returned exactly once, to one caller, in the order sent.
         """

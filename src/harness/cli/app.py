@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from harness.core.events import RunEvent, RunFailed
     from harness.runtime.settings import Settings
 
-__all__ = ["app", "main"]
+__all__ = ["app", "click_command", "load_commands", "main"]
 
 app = typer.Typer(
     name="harness",
@@ -28,6 +28,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Help texts are Markdown, not Rich markup: `[agents.NAME]` and `[runtime]` are
+    # harness.toml tables, which Rich's markup takes for tags and drops (Markdown shows
+    # them). Every sub-command inherits this (tests/cli/test_cli_help.py).
+    rich_markup_mode="markdown",
 )
 
 DEFAULT_TOOLS = "bash,read_file,write_file,edit_file,list_dir,search"
@@ -420,6 +424,18 @@ def fail(message: str, *, code: int = 2) -> NoReturn:
 
 def main() -> None:
     """Entry point of the `harness` console script."""
+    load_commands()
+    app()
+
+
+def click_command() -> Any:
+    """Every command of `harness`, as the Click command Typer builds (help texts, params)."""
+    load_commands()
+    return typer.main.get_command(app)
+
+
+def load_commands() -> None:
+    """Add the commands that live in modules of their own to `app`."""
     import importlib
 
     for commands in (
@@ -437,5 +453,3 @@ def main() -> None:
         "triggers",
     ):
         importlib.import_module(f"harness.cli.{commands}")  # each adds its commands to `app`
-
-    app()

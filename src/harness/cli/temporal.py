@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["temporal_app"]
 
 temporal_app = typer.Typer(
-    help='Temporal for `\\[runtime] backend = "temporal"`: a local dev server.',
+    help='Temporal for `[runtime] backend = "temporal"`: a local dev server.',
     no_args_is_help=True,
 )
 app.add_typer(temporal_app, name="temporal")

@@ -1,9 +1,14 @@
-"""`/api/me`, `/api/events` (every run, live), `/api/cost`, `/api/stats`, `/api/experiments`."""
+"""`/api/me`, `/api/events`, `/api/cost`, `/api/stats`, `/api/experiments`.
+
+`/api/events` is every run's events, live; stopping an experiment is the admin verb.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.errors import ConfigError
 from harness.observability._window import parse_since
@@ -14,11 +19,13 @@ from harness.server._http import APIRouter, Depends, Query, Request, StreamingRe
 from harness.server.auth import Principal, harness_of, require
 from harness.server.problems import Problem
 from harness.server.sse import SSE_HEADERS
+from harness.store.protocol import ExperimentStop
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api")
 Reader = Annotated[Principal, Depends(require("read"))]
+Admin = Annotated[Principal, Depends(require("admin"))]
 By = Literal["model", "tool", "task_type", "agent", "variant"]
 _DIMENSION: Final[dict[str, Dimension]] = {
     "model": "model",
@@ -184,10 +191,66 @@ async def stats(
 
 @router.get("/experiments", summary="The experiments' reports")
 async def experiments(request: Request, _: Reader) -> list[dict[str, Any]]:
-    """One report per experiment of harness.toml, as `harness experiments report --json`."""
+    """One report per experiment of harness.toml, as `harness experiments report --json`.
+
+    `stopped` is `null` while it splits runs, else the variant that gets every new run, who
+    stopped it and when (`by` is `harness.toml` for a `keep` in the file).
+    """
     harness = harness_of(request)
-    reports: list[dict[str, Any]] = []
-    for name, experiment in sorted(harness.settings.experiments.items()):
-        variants = [v.name for v in experiment.variants]
-        reports.append((await experiment_report(harness.store, name, variants)).to_dict())
-    return reports
+    stops = await harness.store.experiment_stops()
+    return [
+        await _report(request, name, stops.get(name))
+        for name in sorted(harness.settings.experiments)
+    ]
+
+
+class StopBody(BaseModel):
+    """`POST /api/experiments/{name}/stop`."""
+
+    model_config = ConfigDict(extra="forbid")
+    keep: str = Field(min_length=1, max_length=200, description="The variant to keep.")
+
+
+@router.post("/experiments/{name}/stop", summary="Stop an experiment (admin)")
+async def stop_experiment(
+    request: Request, name: str, body: StopBody, principal: Admin
+) -> dict[str, Any]:
+    """Send every new run of the experiment to `keep`, in every process.
+
+    As `harness experiments stop`: runs that have their variant keep it, and stopping
+    again moves the traffic to another variant.
+
+    Raises:
+        Problem: 404 (no such experiment), 422 (no such variant), 409 (the file stops it).
+    """
+    harness = harness_of(request)
+    experiment = harness.settings.experiments.get(name)
+    if experiment is None:
+        known = ", ".join(sorted(harness.settings.experiments)) or "none"
+        raise Problem(404, f"there is no experiment {name!r} (experiments: {known})")
+    if experiment.variant(body.keep) is None:
+        names = ", ".join(v.name for v in experiment.variants)
+        raise Problem(422, f"keep: experiment {name!r} has no variant {body.keep!r} ({names})")
+    if experiment.keep is not None:
+        raise Problem(
+            409,
+            f"experiment {name!r} is stopped in harness.toml (keep = {experiment.keep!r}): "
+            "change the file to move its traffic",
+        )
+    stop = ExperimentStop(experiment=name, keep=body.keep, by=f"token:{principal.name}")
+    await harness.store.stop_experiment(stop)
+    return await _report(request, name, (await harness.store.experiment_stops()).get(name))
+
+
+async def _report(request: Request, name: str, stop: ExperimentStop | None) -> dict[str, Any]:
+    harness = harness_of(request)
+    experiment = harness.settings.experiments[name]
+    variants = [v.name for v in experiment.variants]
+    report = (await experiment_report(harness.store, name, variants)).to_dict()
+    if experiment.keep is not None:
+        report["stopped"] = {"keep": experiment.keep, "by": "harness.toml", "at": None}
+    elif stop is not None:
+        report["stopped"] = {"keep": stop.keep, "by": stop.by, "at": stop.stopped_at}
+    else:
+        report["stopped"] = None
+    return report

@@ -302,46 +302,16 @@ def _check_task_type(task_type: str | None) -> None:
 def _tool_names(option: str, settings: Settings) -> list[str]:
     """The tools `--tools` picks from the registry, as an agent's `tools` names them.
 
-    Built-in tools and `[tools.NAME]` tools by name, `tag:TAG`, a glob and `SERVER.TOOL`
-    (of a configured `[mcp.SERVER]`); a tag, glob or MCP tool that picks nothing fails when
-    the run is submitted, with the list of what exists.
-
     Raises:
         ConfigError: A name that is no tool, one of an unknown MCP server, or one named
             twice.
     """
-    from harness.runtime._settings_agents import server_known, server_of
-    from harness.runtime.registry import is_selector
-    from harness.tools.builtin import BUILTIN_TOOLS
+    from harness.runtime._settings_agents import pick_tools
 
     names = [name.strip() for name in option.split(",") if name.strip()]
     if names == ["none"]:
         return []
-    for index, name in enumerate(names):
-        server = server_of(name)  # as an agent's `tools` in harness.toml reads it
-        if server is not None and not server_known(server, settings.mcp_servers):
-            known = ", ".join(sorted(settings.mcp_servers)) or "none"
-            raise ConfigError(
-                f"--tools: {name!r} names a tool of MCP server {server!r}, which is not "
-                f"configured (configured: {known}); add an [mcp.{server}] table"
-            )
-        if not (name in BUILTIN_TOOLS or name in settings.tools or is_selector(name) or server):
-            raise ConfigError(f"--tools: no tool is named {name!r} ({_known_tools(settings)})")
-        if name in names[:index]:
-            raise ConfigError(f"--tools: {name!r} is named twice")
-    return names
-
-
-def _known_tools(settings: Settings) -> str:
-    from harness.tools.builtin import BUILTIN_TOOLS
-
-    found = f"built-in: {', '.join(sorted(BUILTIN_TOOLS))}"
-    if settings.tools:
-        found += f"; [tools.NAME]: {', '.join(sorted(settings.tools))}"
-    return (
-        f"{found}; a Python function becomes a tool by name with a [tools.NAME] table "
-        "whose function = 'package.module:function'"
-    )
+    return pick_tools(names, settings.tools, settings.mcp_servers, "--tools")
 
 
 def _explicit(

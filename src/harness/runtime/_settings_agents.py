@@ -30,6 +30,7 @@ __all__ = [
     "Problem",
     "agents_of",
     "experiments_of",
+    "pick_tools",
     "server_known",
     "server_of",
     "task_types_of",
@@ -293,6 +294,45 @@ def server_known(server: str, mcp_servers: Mapping[str, Any]) -> bool:
     import fnmatch
 
     return any(fnmatch.fnmatchcase(name, server) for name in mcp_servers)
+
+
+def pick_tools(
+    names: list[str], python_tools: Mapping[str, Any], mcp_servers: Mapping[str, Any], label: str
+) -> list[str]:
+    """Check the tools a run is given by name, as an agent's `tools` in harness.toml.
+
+    Built-in tools and `[tools.NAME]` tools by name, `tag:TAG`, a glob, `SERVER.TOOL` of a
+    configured `[mcp.SERVER]` (`harness run --tools`, `POST /api/runs`'s `tools`). A tag,
+    glob or MCP tool that picks nothing fails when the run is submitted, with the list of
+    what exists.
+
+    Raises:
+        ConfigError: A name that is no tool, one of an unknown MCP server, or one named
+            twice; the message starts with `label`.
+    """
+    from harness.runtime.registry import is_selector
+    from harness.tools.builtin import BUILTIN_TOOLS
+
+    for index, name in enumerate(names):
+        server = server_of(name)
+        if server is not None and not server_known(server, mcp_servers):
+            known = ", ".join(sorted(mcp_servers)) or "none"
+            raise ConfigError(
+                f"{label}: {name!r} names a tool of MCP server {server!r}, which is not "
+                f"configured (configured: {known}); add an [mcp.{server}] table"
+            )
+        if not (name in BUILTIN_TOOLS or name in python_tools or is_selector(name) or server):
+            found = f"built-in: {', '.join(sorted(BUILTIN_TOOLS))}"
+            if python_tools:
+                found += f"; [tools.NAME]: {', '.join(sorted(python_tools))}"
+            raise ConfigError(
+                f"{label}: no tool is named {name!r} ({found}; a Python function becomes a "
+                "tool by name with a [tools.NAME] table whose function = "
+                "'package.module:function')"
+            )
+        if name in names[:index]:
+            raise ConfigError(f"{label}: {name!r} is named twice")
+    return names
 
 
 def _read(path: Path, loc: tuple[str, ...], problem: Problem) -> str:

@@ -42,7 +42,10 @@ class NewRunBody(BaseModel):
     agent: str | None = Field(default=None, description="An agent of harness.toml by name.")
     model: str | None = Field(default=None, description="A profile name or openai:MODEL.")
     tools: list[str] | None = Field(
-        default=None, max_length=64, description="Built-in tools of an ad-hoc agent (none)."
+        default=None,
+        max_length=64,
+        description="An ad-hoc agent's tools, as `harness run --tools`: built-in and "
+        "[tools.NAME] tools by name, tag:TAG, a glob, SERVER.TOOL (none by default).",
     )
     task_type: str | None = Field(default=None, description="A label for this kind of task.")
     priority: int = Field(default=0, ge=-1_000_000, le=1_000_000)
@@ -156,7 +159,7 @@ def _agent_of(harness: Harness, body: NewRunBody) -> AgentSpec | str | None:
     Raises:
         Problem: 422, an unknown agent, tool or task type, or tools given with an agent.
     """
-    from harness.tools.builtin import BUILTIN_TOOLS
+    from harness.runtime._settings_agents import pick_tools
 
     settings = harness.settings
     try:
@@ -170,13 +173,10 @@ def _agent_of(harness: Harness, body: NewRunBody) -> AgentSpec | str | None:
     kind = settings.task_types.get(body.task_type or "")
     if kind is not None and kind.agent is not None and body.tools is None:
         return None  # the task type's agent
-    tools = body.tools or []
-    for name in tools:
-        if name not in BUILTIN_TOOLS:
-            known = ", ".join(sorted(BUILTIN_TOOLS))
-            raise Problem(422, f"tools: no built-in tool is named {name!r} (built-in: {known})")
-    if len(set(tools)) != len(tools):
-        raise Problem(422, "tools: a tool is named twice")
+    try:
+        tools = pick_tools(body.tools or [], settings.tools, settings.mcp_servers, "tools")
+    except ConfigError as exc:
+        raise Problem(422, str(exc)) from exc
     return AgentSpec(
         name="api",
         model=settings.default_model,

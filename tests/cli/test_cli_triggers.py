@@ -59,10 +59,28 @@ async def test_triggers_list_shows_each_trigger_and_where_its_cursor_stands(
         json.loads(line)
         for line in harness(tmp_path, "triggers", "list", "--json").stdout.splitlines()
     ]
-    assert shown["name"] == "review"
+    assert (shown["name"], shown["source"]) == ("review", "file")
     assert shown["match"] == {"agent": ["coder"], "termination": ["final_answer", "max_steps"]}
     assert shown["task"] == "Review run {run_id}: {result}"
     assert shown["cursor"] is not None
+
+
+async def test_triggers_added_in_code_are_listed_by_their_cursors(tmp_path: Path) -> None:
+    """`Harness.on` triggers live in their process; the list shows their stored cursors
+    after the file's triggers, and says where they come from."""
+    (tmp_path / "harness.toml").write_text(CONFIG)
+    async with Harness(load_settings(tmp_path)) as h:  # a worker with one trigger of its own
+        h.on("run_finished", {"agent": "coder"}, start="reviewer", task="again", name="recheck")
+        await h.submit("reviewer", "look")  # a submit stores the new trigger's cursor
+    rows = [
+        json.loads(line)
+        for line in harness(tmp_path, "triggers", "list", "--json").stdout.splitlines()
+    ]
+    assert [(r["name"], r["source"]) for r in rows] == [("review", "file"), ("recheck", "store")]
+    assert rows[1]["cursor"] is not None
+    table = harness(tmp_path, "triggers", "list").stdout.splitlines()
+    assert table[2].split()[:2] == ["recheck", "-"]
+    assert "not in harness.toml: added with Harness.on" in table[2]
 
 
 def test_triggers_list_without_triggers_says_how_to_add_one(tmp_path: Path) -> None:

@@ -101,6 +101,8 @@ async def test_cursors_start_once_and_move_only_forward(
     assert await store.feed_cursors(["t1", "t2", "t3"]) == {"t1": three, "t2": two}
     await store.move_feed_cursors({"t3": two})
     assert (await store.feed_cursors(["t3"]))["t3"] == two
+    everyone = await store.feed_cursors()  # every reader, by name
+    assert list(everyone.items()) == [("t1", three), ("t2", two), ("t3", two)]
 
 
 async def test_two_stores_on_one_database_read_the_same_feed(

@@ -1,4 +1,9 @@
-"""`harness triggers list`: the `[[triggers]]` of harness.toml and how far each has read."""
+"""`harness triggers list`: the `[[triggers]]` of harness.toml and how far each has read.
+
+Triggers added in code (`Harness.on`) live in the processes that add them; the store knows
+them by their cursors, listed after the file's (`source` = `store`, as is the cursor of a
+trigger since removed from the file).
+"""
 
 from __future__ import annotations
 
@@ -25,22 +30,27 @@ app.add_typer(triggers_app, name="triggers")
 def triggers_list(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List the triggers of harness.toml, and where each one's cursor stands in the store."""
+    """List the triggers of harness.toml, and where each one's cursor stands in the store.
+
+    Triggers added in code (`Harness.on`) follow, known by their cursors in the store.
+    """
     import asyncio
 
     from harness.runtime.harness import Harness
     from harness.runtime.settings import load_settings
 
-    async def read(names: list[str]) -> dict[str, FeedPosition]:
+    async def read() -> dict[str, FeedPosition]:
         async with Harness(settings, execute=False) as h:
-            return await h.store.feed_cursors(names)
+            return await h.store.feed_cursors()
 
     try:
         settings = load_settings()
-        cursors = asyncio.run(read([t.name for t in settings.triggers]))
+        cursors = asyncio.run(read())
     except HarnessError as exc:
         fail(str(exc))
     rows = [_row(t, cursors.get(t.name)) for t in settings.triggers]
+    in_file = {t.name for t in settings.triggers}
+    rows += [_code_row(name, c) for name, c in sorted(cursors.items()) if name not in in_file]
     if json_output:
         for row in rows:
             typer.echo(json.dumps(row))
@@ -69,6 +79,7 @@ def triggers_list(
 def _row(trigger: Trigger, cursor: FeedPosition | None) -> dict[str, Any]:
     return {
         "name": trigger.name,
+        "source": "file",
         "on": trigger.event,
         "match": {k: list(v) for k, v in trigger.match.items()},
         "start": trigger.start,
@@ -76,6 +87,24 @@ def _row(trigger: Trigger, cursor: FeedPosition | None) -> dict[str, Any]:
         "task_type": trigger.task_type,
         "reentrant": trigger.reentrant,
         "cursor": f"{cursor.tx}:{cursor.pos}" if cursor is not None else None,
+    }
+
+
+def _code_row(name: str, cursor: FeedPosition) -> dict[str, Any]:
+    """A cursor of no trigger of the file: a `Harness.on` trigger's, or a removed one's.
+
+    What a `Harness.on` trigger fires on is known to its process only.
+    """
+    return {
+        "name": name,
+        "source": "store",
+        "on": "-",
+        "match": {},
+        "start": "-",
+        "task": "not in harness.toml: added with Harness.on (or removed from the file)",
+        "task_type": None,
+        "reentrant": None,
+        "cursor": f"{cursor.tx}:{cursor.pos}",
     }
 
 

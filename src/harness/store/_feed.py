@@ -91,14 +91,17 @@ def _stop(db: Db, d: Dialect, after: FeedPosition) -> FeedPosition:
     return FeedPosition(tx=int(far[0][0]), pos=int(far[0][1])) if far else horizon
 
 
-def cursors(db: Db, names: Collection[str]) -> dict[str, FeedPosition]:
-    """The stored cursors among `names`."""
-    if not names:
+def cursors(db: Db, names: Collection[str] | None) -> dict[str, FeedPosition]:
+    """The stored cursors among `names`, or all of them (`None`), by name."""
+    if names is None:
+        rows = db.query("SELECT name, tx, pos FROM feed_cursors ORDER BY name")
+    elif not names:
         return {}
-    rows = db.query(
-        f"SELECT name, tx, pos FROM feed_cursors WHERE name IN ({marks(len(names))})",
-        tuple(names),
-    )
+    else:
+        rows = db.query(
+            f"SELECT name, tx, pos FROM feed_cursors WHERE name IN ({marks(len(names))})",
+            tuple(names),
+        )
     return {str(name): FeedPosition(tx=int(tx), pos=int(pos)) for name, tx, pos in rows}
 
 

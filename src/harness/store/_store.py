@@ -369,9 +369,9 @@ class SqlStore:
         d, kinds = self._driver.dialect, tuple(sorted(str(t) for t in types))
         return await self._read(lambda db: _feed.read(db, d, after, kinds, limit))
 
-    async def feed_cursors(self, names: Collection[str]) -> dict[str, FeedPosition]:
-        """The stored positions of the named readers of the feed."""
-        wanted = tuple(dict.fromkeys(names))
+    async def feed_cursors(self, names: Collection[str] | None = None) -> dict[str, FeedPosition]:
+        """The stored positions of the named readers of the feed, or of every reader."""
+        wanted = None if names is None else tuple(dict.fromkeys(names))
         return await self._read(lambda db: _feed.cursors(db, wanted))
 
     async def start_feed_cursors(

@@ -711,8 +711,11 @@ class EventStore(Protocol):
         """
         ...
 
-    async def feed_cursors(self, names: Collection[str]) -> dict[str, FeedPosition]:
-        """The stored positions of the named readers of the feed (absent: not started)."""
+    async def feed_cursors(self, names: Collection[str] | None = None) -> dict[str, FeedPosition]:
+        """The stored positions of the named readers of the feed (absent: not started).
+
+        With `names` left out (`None`): every reader's.
+        """
         ...
 
     async def start_feed_cursors(

@@ -20,6 +20,8 @@ table shows medians:
   exporter process, from the start of the runs until it has exported the last span and
   exited (on 2 cores it competes with the harness); wall: the runs, start to end.
 
+A second table pairs each variant with plain in the same repetition: the median of those
+ratios, and their quartiles (`--reps 15` or more makes them narrow enough to read).
 `--against SRC` measures another source tree (`/work/main/src`) in the same turns, as
 `@SRC` rows. `--profile VARIANT` profiles one burst in this process (cProfile): Python calls
 per run and the functions that take the most time. `--subscribers` times the metrics
@@ -249,6 +251,32 @@ def table(results: dict[tuple[str, str, str], list[dict]], args: argparse.Namesp
     return "\n".join(lines)
 
 
+def paired(results: dict[tuple[str, str, str], list[dict]], args: argparse.Namespace) -> str:
+    """Each variant's parent CPU over plain's in the same repetition (measured minutes
+    apart at most): the median ratio and its quartiles, which say more than a ratio of
+    medians when the machine's speed drifts between repetitions."""
+    lines = [
+        "| variant | mode | parent CPU vs plain, per repetition: median | quartiles | reps |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for src in sorted({k[0] for k in results}):
+        for variant in args.variants.split(","):
+            if variant == "plain":
+                continue
+            for mode in args.modes.split(","):
+                plain, other = results.get((src, "plain", mode)), results.get((src, variant, mode))
+                if not plain or not other:
+                    continue
+                ratios = sorted(o["cpu"] / p["cpu"] - 1 for p, o in zip(plain, other, strict=True))
+                quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+                name = variant + (f" @{src}" if src else "")
+                lines.append(
+                    f"| {name} | {mode} | {statistics.median(ratios) * 100:+.1f} % "
+                    f"| {quartiles[0] * 100:+.1f} … {quartiles[2] * 100:+.1f} % | {len(ratios)} |"
+                )
+    return "\n".join(lines)
+
+
 # ----- a profile, and the subscribers alone
 
 
@@ -435,6 +463,8 @@ def main() -> None:
         results = turns(args)
         print(f"median of {args.reps}; (%) against plain of the same source")
         print(table(results, args))
+        print()
+        print(paired(results, args))
 
 
 if __name__ == "__main__":

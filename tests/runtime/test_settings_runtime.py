@@ -106,6 +106,13 @@ def test_the_environment_alone_switches_the_backend(
         ('task_queue = "/_sys/q"', "runtime.task_queue", "/_sys/"),
         ('temporal_tls = "maybe"', "runtime.temporal_tls", "valid boolean"),
         ("temporal_history_events = 5", "runtime.temporal_history_events", "greater than or"),
+        ('temporal_tls_ca = "ca.pem"', "runtime", "temporal_tls_ca needs temporal_tls = true"),
+        (
+            'temporal_tls = true\ntemporal_tls_cert = "c.pem"',
+            "runtime",
+            "temporal_tls_cert and temporal_tls_key come together",
+        ),
+        ('temporal_tls = true\ntemporal_tls_key = ""', "runtime.temporal_tls_key", "at least 1"),
         ("temporal_history_events = 60000", "runtime.temporal_history_events", "less than or"),
         ('temporal_adress = "x:1"', "runtime.temporal_adress", "Extra inputs"),
     ],
@@ -230,6 +237,10 @@ def test_config_show_says_where_the_runs_go_and_where_each_key_came_from(tmp_pat
         "runtime.namespace": {"value": "prod", "source": "runtime.namespace"},
         "runtime.task_queue": {"value": "billing", "source": "HARNESS_RUNTIME__TASK_QUEUE"},
         "runtime.temporal_tls": {"value": True, "source": "runtime.temporal_tls"},
+        **{
+            f"runtime.temporal_tls_{k}": {"value": None, "source": "built-in default"}
+            for k in ("ca", "cert", "key", "domain")
+        },
         "runtime.temporal_history_events": {"value": 10_000, "source": "built-in default"},
         "runtime.temporal_api_key": {"value": None, "source": "HARNESS_TEMPORAL_API_KEY (unset)"},
     }

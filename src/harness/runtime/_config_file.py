@@ -340,19 +340,39 @@ class _RuntimeEntry(BaseModel):
     namespace: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
     task_queue: str = Field(default="harness", min_length=1, max_length=1000)
     temporal_tls: bool = False
+    temporal_tls_ca: str | None = Field(default=None, min_length=1)
+    temporal_tls_cert: str | None = Field(default=None, min_length=1)
+    temporal_tls_key: str | None = Field(default=None, min_length=1)
+    temporal_tls_domain: str | None = Field(default=None, min_length=1, max_length=253)
     temporal_history_events: int = Field(default=10_000, ge=100, le=50_000)
 
     @model_validator(mode="before")
     @classmethod
     def _no_api_key(cls, data: object) -> object:
         table = cast(dict[str, Any], data) if isinstance(data, dict) else None
-        keys = [k for k in table or {} if "key" in k.lower() or "token" in k.lower()]
+        keys = [  # temporal_tls_key holds a path to a file, not a secret
+            k
+            for k in table or {}
+            if ("key" in k.lower() or "token" in k.lower()) and k != "temporal_tls_key"
+        ]
         if keys:
             raise ValueError(
                 f"{keys[0]!r}: the Temporal API key is never kept in harness.toml: set the "
                 f"environment variable {API_KEY_ENV} instead"
             )
         return cast(object, data)
+
+    @model_validator(mode="after")
+    def _tls_files(self) -> _RuntimeEntry:
+        given = [k for k in _TLS_KEYS if getattr(self, k) is not None]
+        if given and not self.temporal_tls:
+            raise ValueError(f"{given[0]} needs temporal_tls = true")
+        if (self.temporal_tls_cert is None) != (self.temporal_tls_key is None):
+            raise ValueError(
+                "temporal_tls_cert and temporal_tls_key come together: a client certificate "
+                "and its private key"
+            )
+        return self
 
     @field_validator("temporal_address")
     @classmethod
@@ -383,9 +403,16 @@ class _RuntimeEntry(BaseModel):
             namespace=self.namespace,
             task_queue=self.task_queue,
             temporal_tls=self.temporal_tls,
+            temporal_tls_ca=self.temporal_tls_ca,
+            temporal_tls_cert=self.temporal_tls_cert,
+            temporal_tls_key=self.temporal_tls_key,
+            temporal_tls_domain=self.temporal_tls_domain,
             temporal_history_events=self.temporal_history_events,
             temporal_api_key=api_key,
         )
+
+
+_TLS_KEYS = ("temporal_tls_ca", "temporal_tls_cert", "temporal_tls_key", "temporal_tls_domain")
 
 
 def _port(text: str) -> bool:

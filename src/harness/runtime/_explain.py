@@ -87,6 +87,10 @@ _TEMPORAL_KEYS = (
     "namespace",
     "task_queue",
     "temporal_tls",
+    "temporal_tls_ca",
+    "temporal_tls_cert",
+    "temporal_tls_key",
+    "temporal_tls_domain",
     "temporal_history_events",
 )
 

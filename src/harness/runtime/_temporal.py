@@ -19,6 +19,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.agent._agent_tool import tool_agent
@@ -47,7 +48,7 @@ from harness.tools.spec import ToolSpec
 from harness.tools.toolset import Toolset
 
 if TYPE_CHECKING:
-    from harness.distributed.temporal.client import RunClient
+    from harness.distributed.temporal.client import RunClient, TLSFiles
     from harness.distributed.temporal.worker import RunWorker
     from harness.runtime.harness import Harness
 
@@ -87,6 +88,14 @@ class TemporalOptions:
     """The task queue of the workers."""
     tls: bool = False
     """Connect with TLS (a real cluster)."""
+    tls_ca: str | None = None
+    """A PEM file: the CA of the server's certificate (else the system's roots)."""
+    tls_cert: str | None = None
+    """A PEM file: the client's certificate (mutual TLS)."""
+    tls_key: str | None = None
+    """A PEM file: its private key."""
+    tls_domain: str | None = None
+    """The server name its certificate is checked against."""
     api_key: str | None = None
     """An API key (`HARNESS_TEMPORAL_API_KEY`), never logged."""
     heartbeat_s: float = 5.0
@@ -103,6 +112,10 @@ class TemporalOptions:
             namespace=runtime.namespace,
             task_queue=runtime.task_queue,
             tls=runtime.temporal_tls,
+            tls_ca=runtime.temporal_tls_ca,
+            tls_cert=runtime.temporal_tls_cert,
+            tls_key=runtime.temporal_tls_key,
+            tls_domain=runtime.temporal_tls_domain,
             api_key=runtime.temporal_api_key,
             heartbeat_s=float(os.environ.get("HARNESS_TEMPORAL_HEARTBEAT_S") or 5.0),
             history_events=runtime.temporal_history_events,
@@ -552,14 +565,17 @@ class TemporalBackend:
 
 async def _connect(options: TemporalOptions) -> RunClient:
     try:
-        from harness.distributed.temporal.client import RunClient, connect
+        from harness.distributed.temporal.client import RunClient, TLSFiles, connect
     except ImportError as exc:
         raise ConfigError(
             f'[runtime] backend = "temporal" needs the Temporal SDK ({exc}): '
             "pip install 'harness[temporal]'"
         ) from None
     client = await connect(
-        options.address, namespace=options.namespace, tls=options.tls, api_key=options.api_key
+        options.address,
+        namespace=options.namespace,
+        tls=_tls(options, TLSFiles),
+        api_key=options.api_key,
     )
     return RunClient(
         client,
@@ -567,3 +583,23 @@ async def _connect(options: TemporalOptions) -> RunClient:
         heartbeat_s=options.heartbeat_s,
         history_events=options.history_events,
     )
+
+
+def _tls(options: TemporalOptions, files: type[TLSFiles]) -> bool | TLSFiles:
+    """`options`' TLS: off, on with the system's roots, or with the files it names (read now).
+
+    Raises:
+        ConfigError: A file cannot be read any more (it was when the settings loaded).
+    """
+    paths = (options.tls_ca, options.tls_cert, options.tls_key)
+    if not options.tls or (all(p is None for p in paths) and options.tls_domain is None):
+        return options.tls
+    read: list[bytes | None] = []
+    keys = ("temporal_tls_ca", "temporal_tls_cert", "temporal_tls_key")
+    for key, path in zip(keys, paths, strict=True):
+        try:
+            read.append(None if path is None else Path(path).read_bytes())
+        except OSError as exc:
+            raise ConfigError(f"[runtime] {key}: cannot read {path}: {exc.strerror}") from None
+    ca, cert, key = read
+    return files(ca=ca, cert=cert, key=key, domain=options.tls_domain)

@@ -6,6 +6,10 @@
     namespace = "default"
     task_queue = "harness"
     temporal_tls = false            # true for a real cluster
+    temporal_tls_ca = "ca.pem"      # mTLS: the CA of the server's certificate (else the system's)
+    temporal_tls_cert = "client.pem"  # mTLS: this client's certificate ...
+    temporal_tls_key = "client.key"   # ... and its private key (paths from harness.toml's folder)
+    temporal_tls_domain = "temporal.internal"  # the name in the server's certificate
     temporal_history_events = 10000 # a run's workflow continues as new past this
 
 The API key of a Temporal cluster is read from HARNESS_TEMPORAL_API_KEY only, never from
@@ -44,6 +48,17 @@ class RuntimeSettings:
     """`task_queue`: the queue `harness worker` polls and runs are started on."""
     temporal_tls: bool = False
     """`temporal_tls`: connect with TLS (a real cluster, Temporal Cloud)."""
+    temporal_tls_ca: str | None = None
+    """`temporal_tls_ca`: a PEM file of the CA that signed the server's certificate (a
+    private cluster); the system's roots when unset. An absolute path once loaded."""
+    temporal_tls_cert: str | None = None
+    """`temporal_tls_cert`: this client's certificate, a PEM file (mutual TLS)."""
+    temporal_tls_key: str | None = None
+    """`temporal_tls_key`: the private key of `temporal_tls_cert`, a PEM file; its content is
+    read when connecting and never shown."""
+    temporal_tls_domain: str | None = None
+    """`temporal_tls_domain`: the server name its certificate is checked against, when not
+    the host of `temporal_address`."""
     temporal_history_events: int = 10_000
     """`temporal_history_events`: a run's workflow continues as new at the first step
     boundary once its Temporal history holds this many events (or when the server suggests

@@ -433,7 +433,30 @@ def _runtime(config: FileConfig, sources: _Sources) -> RuntimeSettings:
             "set temporal_tls = true (or unset the variable)"
         )
         raise ConfigError(sources.problem(("runtime", "temporal_tls"), problem))
-    return runtime
+    return _tls_files(runtime, sources)
+
+
+def _tls_files(runtime: RuntimeSettings, sources: _Sources) -> RuntimeSettings:
+    """The TLS files of `[runtime]` as absolute paths (relative: from the file's folder).
+
+    Each is read now: a missing or non-PEM file fails at start, naming its key.
+    """
+    found: dict[str, str] = {}
+    for key in ("temporal_tls_ca", "temporal_tls_cert", "temporal_tls_key"):
+        given: str | None = getattr(runtime, key)
+        if given is None:
+            continue
+        path = (sources.path.parent / Path(given).expanduser()).absolute()
+        try:
+            text = path.read_bytes()
+        except OSError as exc:
+            why = f"cannot read {path}: {exc.strerror or exc}"
+            raise ConfigError(sources.problem(("runtime", key), why)) from None
+        if b"-----BEGIN " not in text:
+            why = f"{path} is not a PEM file (no -----BEGIN line)"
+            raise ConfigError(sources.problem(("runtime", key), why))
+        found[key] = str(path)
+    return dataclasses.replace(runtime, **found) if found else runtime
 
 
 def _approvals(config: FileConfig, path: Path) -> ApprovalPolicy:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.client import (
@@ -18,18 +19,40 @@ from harness.errors import ConfigError, RunError
 
 from .workflow import WORKFLOW
 
-__all__ = ["RunClient", "connect"]
+__all__ = ["RunClient", "TLSFiles", "connect"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TLSFiles:
+    """What a client presents and trusts over TLS, as the files' bytes (PEM)."""
+
+    ca: bytes | None = None
+    """The CA of the server's certificate; the system's roots when `None`."""
+    cert: bytes | None = None
+    """The client's certificate (mutual TLS)."""
+    key: bytes | None = field(default=None, repr=False)
+    """Its private key; never shown."""
+    domain: str | None = None
+    """The name the server's certificate is checked against, when not the address's host."""
 
 
 async def connect(
     address: str,
     *,
     namespace: str = "default",
-    tls: bool = False,
+    tls: bool | TLSFiles = False,
     api_key: str | None = None,
     timeout_s: float = 10.0,
 ) -> Client:
     """A client of the Temporal service at `address` (`host:port`).
+
+    Args:
+        address: `host:port`.
+        namespace: The namespace, which must exist.
+        tls: `True` for TLS with the system's roots; `TLSFiles` for a private CA, a client
+            certificate (mutual TLS) or another server name.
+        api_key: A Temporal Cloud API key.
+        timeout_s: How long connecting may take.
 
     Raises:
         ConfigError: It cannot be reached, or the namespace does not exist; the message
@@ -40,7 +63,7 @@ async def connect(
             client = await Client.connect(
                 address,
                 namespace=namespace,
-                tls=TLSConfig() if tls else False,
+                tls=_tls_config(tls),
                 api_key=api_key,
             )
             await client.workflow_service.describe_namespace(_describe(namespace))
@@ -51,6 +74,17 @@ async def connect(
             "(HARNESS_RUNTIME__TEMPORAL_ADDRESS) to a reachable server"
         ) from None
     return client
+
+
+def _tls_config(tls: bool | TLSFiles) -> TLSConfig | bool:
+    if isinstance(tls, TLSFiles):
+        return TLSConfig(
+            server_root_ca_cert=tls.ca,
+            domain=tls.domain,
+            client_cert=tls.cert,
+            client_private_key=tls.key,
+        )
+    return TLSConfig() if tls else False
 
 
 def _describe(namespace: str) -> Any:

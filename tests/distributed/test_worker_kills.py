@@ -105,6 +105,9 @@ async def test_a_worker_killed_in_a_mutating_call_never_runs_it_twice(
     assert ("tool", UNKNOWN_OUTCOME, (), f"{TASK}-append") in outcome.conversation
     assert outcome.event_types.count("tool_started") == 2  # append_line once, count_lines once
     same = await kill_and_restart(embedded, "hold-tool", (embedded.ledger, TASK))
+    # The crash is on record on both: a takeover embedded, the call's lost worker on Temporal.
+    assert outcome.event_types.count("run_recovered") == same.event_types.count("run_recovered")
+    assert outcome.event_types.count("run_recovered") == 1
     assert (outcome.output, outcome.termination) == (same.output, same.termination)
     assert outcome.conversation == same.conversation
     assert (outcome.mutations, outcome.model_turns) == (same.mutations, same.model_turns)
@@ -122,6 +125,8 @@ async def test_a_worker_killed_in_a_model_call_makes_the_call_again(
     assert outcome.output == f"done {TASK}: append ok"
     assert outcome.event_types.count("model_responded") == 3
     same = await kill_and_restart(embedded, "hold-model-2", (embedded.model_ledger, f"{TASK} 2"))
+    assert outcome.event_types.count("run_recovered") == same.event_types.count("run_recovered")
+    assert outcome.event_types.count("run_recovered") == 1  # the call made again says so
     assert (outcome.output, outcome.termination) == (same.output, same.termination)
     assert outcome.conversation == same.conversation
     assert (outcome.mutations, outcome.model_turns) == (same.mutations, same.model_turns)

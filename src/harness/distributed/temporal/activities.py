@@ -163,7 +163,11 @@ class Activities:
             response = await _beating(model.request(request), float(data["heartbeat_s"]))
         except HarnessError as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
-        return response_to_dict(response, notices)
+        answer = response_to_dict(response, notices)
+        attempt = activity.info().attempt
+        if attempt > 1:  # an earlier attempt's worker stopped: the run says it recovered
+            answer["attempt"] = attempt
+        return answer
 
     @activity.defn(name="harness.tool_call")
     async def tool_call(self, data: dict[str, Any]) -> dict[str, Any]:

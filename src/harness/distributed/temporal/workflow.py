@@ -30,17 +30,23 @@ from typing import Any, Final
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    TimeoutError,
+    TimeoutType,
+)
 
 from harness.agent.handoff import Seat
 from harness.agent.loop import UNKNOWN_OUTCOME, AgentLoop
 from harness.agent.spec import AgentSpec
 from harness.agent.verify import DEFAULT_TIMEOUT_S, ShellVerifier, VerifyContext, VerifyResult
 from harness.core.codec import message_from_dict, message_to_dict, usage_from_dict
-from harness.core.events import RunCancelled, RunFailed, RunPaused, RunResumed
+from harness.core.events import RunCancelled, RunFailed, RunPaused, RunRecovered, RunResumed
 from harness.core.messages import Message, ToolCall
 from harness.core.results import RunResult
-from harness.core.states import RunState
+from harness.core.states import TEMPORAL_OWNER, RunState
 from harness.core.usage import Limits
 from harness.distributed.host import AgentKey, LoadedRun, ModelCallPolicy, WorkerHost
 from harness.errors import ModelError, RunInterrupted
@@ -132,6 +138,15 @@ class _Caller:
     def _written(self, batches: list[dict[str, Any]]) -> None:
         if self.sink is not None:
             self.sink.written(batches)
+
+    def recovered(self) -> None:
+        """Note in the run's events that a call outlived its worker (`run_recovered`).
+
+        As a takeover writes it embedded: the call was made again, or its outcome is unknown.
+        """
+        if self.sink is not None:
+            state = self.sink.state.value
+            self.sink.emit(RunRecovered(previous_owner=None, state=state, owner=TEMPORAL_OWNER))
 
     def check_cancelled(self, exc: ActivityError) -> None:
         """Raise `CancelledError` when the activity ended because the run is cancelled."""
@@ -259,6 +274,8 @@ class ModelProxy:
         except ActivityError as exc:
             self._caller.check_cancelled(exc)
             raise ModelError(_failure(exc)) from None
+        if int(data.get("attempt") or 1) > 1:
+            self._caller.recovered()
         if request.observer is not None:
             for notice in data.get("notices") or ():
                 request.observer(notice_from_dict(notice))
@@ -295,6 +312,8 @@ class ProxyToolset(Toolset):
             data = await self._caller.tool_call(call, seconds, repeatable)
         except ActivityError as exc:
             self._caller.check_cancelled(exc)
+            if _worker_lost(exc):
+                self._caller.recovered()
             text = UNKNOWN_OUTCOME if _unknown(exc) else f"The tool failed: {_failure(exc)}"
             return self.outcome(call, "tool_crash", text, limits=limits, started=started)
         sink = self._caller.sink
@@ -321,6 +340,12 @@ def _unknown(exc: ActivityError) -> bool:
     """Whether the attempt may have run: its worker died or it ran out of time."""
     cause = exc.cause
     return isinstance(cause, TimeoutError) or cause is None
+
+
+def _worker_lost(exc: ActivityError) -> bool:
+    """Whether the call's worker stopped heartbeating (it died, or hangs)."""
+    cause = exc.cause
+    return isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
 
 
 def _failure(exc: ActivityError) -> str:

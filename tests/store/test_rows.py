@@ -17,7 +17,7 @@ from harness.core.events import (
     ToolCompleted,
 )
 from harness.errors import ConfigError
-from harness.store._rows import encode_event, encode_payload, event_body_around_seq
+from harness.store._rows import encode_payloads, event_head, event_tail
 
 PAYLOADS: list[EventPayload] = [
     RunSubmitted(task="What is 2 + 3? ünïcode ✓", agent="ops", parent_run_id=None),
@@ -43,26 +43,22 @@ PAYLOADS: list[EventPayload] = [
 ]
 
 
-@pytest.mark.parametrize("payload", PAYLOADS, ids=lambda p: p.type)
-def test_a_payload_encoded_before_its_transaction_gives_the_same_body(
-    payload: EventPayload,
-) -> None:
-    event = RunEvent(run_id="run_1", seq=7, ts=1_700_000_000.25, payload=payload)
-    body = encode_event(event, encode_payload(payload, "run_1"))
-    assert body == encode_event(event) == dumps(event_to_dict(event))
-
-
-@pytest.mark.parametrize("payload", PAYLOADS, ids=lambda p: p.type)
 @pytest.mark.parametrize("run_id", ["run_1", 'run_,"seq":0,"ts":1'])
-def test_a_body_encoded_before_its_seq_is_known_gives_the_same_bytes(
-    payload: EventPayload, run_id: str
-) -> None:
-    head, tail = event_body_around_seq(
-        run_id, 1_700_000_000.25, payload.type, encode_payload(payload, run_id)
-    )
-    for seq in (1, 7, 10, 123_456_789):
-        event = RunEvent(run_id=run_id, seq=seq, ts=1_700_000_000.25, payload=payload)
-        assert f"{head}{seq}{tail}" == dumps(event_to_dict(event))
+def test_a_body_encoded_before_its_seq_is_known_gives_the_same_bytes(run_id: str) -> None:
+    """The store's path: a step's payloads in one call, the run's head once, each event's
+    tail, and its seq put in between inside the transaction."""
+    encoded = encode_payloads(PAYLOADS, run_id)
+    head = event_head(run_id)
+    for payload, as_dict in zip(PAYLOADS, encoded, strict=True):
+        tail = event_tail(run_id, 1_700_000_000.25, payload.type, as_dict)
+        for seq in (1, 7, 10, 123_456_789):
+            event = RunEvent(run_id=run_id, seq=seq, ts=1_700_000_000.25, payload=payload)
+            assert f"{head}{seq}{tail}" == dumps(event_to_dict(event))
+
+
+def test_a_payload_that_is_not_json_is_named() -> None:
+    with pytest.raises(ConfigError, match="payload of event step_started of run run_1"):
+        event_tail("run_1", 1.0, "step_started", {"step": object()})
 
 
 def test_an_unknown_event_type_is_refused_before_the_transaction() -> None:
@@ -72,4 +68,4 @@ def test_an_unknown_event_type_is_refused_before_the_transaction() -> None:
             return "invented"
 
     with pytest.raises(ConfigError, match="unknown event type 'invented'"):
-        encode_payload(Invented(step=1), "run_1")  # pyright: ignore[reportArgumentType]
+        encode_payloads([Invented(step=1)], "run_1")  # pyright: ignore[reportArgumentType]

@@ -9,7 +9,6 @@ from harness.core.codec import (
     SCHEMA_VERSION,
     dumps,
     event_from_dict,
-    event_to_dict,
     loads,
     message_from_dict,
     message_to_dict,
@@ -31,13 +30,9 @@ __all__ = [
     "RUN_COLUMNS",
     "control_from_row",
     "encode",
-    "encode_event",
     "encode_message",
-    "encode_payload",
     "encode_payloads",
     "encode_usage",
-    "event_body",
-    "event_body_around_seq",
     "event_from_body",
     "event_head",
     "event_tail",
@@ -83,47 +78,17 @@ def unwrap(body: str) -> Any:
     return loads(body)["data"]
 
 
-def encode_event(event: RunEvent, payload: dict[str, Any] | None = None) -> str:
-    """The stored body of an event; `payload` is its `encode_payload`, when made before.
-
-    Raises:
-        ConfigError: Unknown event type, or a payload that is not JSON-compatible.
-    """
-    if payload is not None:
-        return event_body(event.run_id, event.seq, event.ts, event.payload.type, payload)
-    if event.type not in EVENT_TYPES:
-        raise ConfigError(f"unknown event type {event.type!r} (run {event.run_id})")
-    return encode(event_to_dict(event), f"the payload of event {event.type} of run {event.run_id}")
-
-
-def event_body(run_id: str, seq: int, ts: float, kind: str, payload: dict[str, Any]) -> str:
-    """The stored body of an event around its `encode_payload` (`event_to_dict`'s envelope).
-
-    Raises:
-        ConfigError: The payload is not JSON-compatible.
-    """
-    envelope = {
-        "v": SCHEMA_VERSION,
-        "run_id": run_id,
-        "seq": seq,
-        "ts": ts,
-        "type": kind,
-        "payload": payload,
-    }
-    try:
-        return dumps(envelope)
-    except (TypeError, ValueError) as exc:  # named only when it fails: this runs per event
-        what = f"the payload of event {kind} of run {run_id}"
-        raise ConfigError(f"{what} is not JSON-compatible: {exc}") from exc
-
-
 def event_head(run_id: str) -> str:
-    """`event_body` up to its `seq`: the same text for every event of the run."""
+    """An event's stored body up to its `seq`: the same text for every event of the run.
+
+    `event_head(run_id) + str(seq) + event_tail(...)` is the codec's `event_to_dict` of the
+    event, encoded, byte for byte.
+    """
     return f'{dumps({"v": SCHEMA_VERSION, "run_id": run_id})[:-1]},"seq":'
 
 
 def event_tail(run_id: str, ts: float, kind: str, payload: dict[str, Any]) -> str:
-    """`event_body` after its `seq`; `event_head` gives the text before it.
+    """An event's stored body after its `seq` (`payload`: its `encode_payloads` entry).
 
     Raises:
         ConfigError: The payload is not JSON-compatible.
@@ -136,32 +101,8 @@ def event_tail(run_id: str, ts: float, kind: str, payload: dict[str, Any]) -> st
     return f",{text[1:]}"
 
 
-def event_body_around_seq(
-    run_id: str, ts: float, kind: str, payload: dict[str, Any]
-) -> tuple[str, str]:
-    """`event_body` of an event whose `seq` is not known yet: the text before and after it.
-
-    `head + str(seq) + tail` is then `event_body` with that `seq`, byte for byte.
-
-    Raises:
-        ConfigError: The payload is not JSON-compatible.
-    """
-    return event_head(run_id), event_tail(run_id, ts, kind, payload)
-
-
-def encode_payload(payload: EventPayload, run_id: str) -> dict[str, Any]:
-    """The JSON form of an event's payload, for `encode_event`.
-
-    Raises:
-        ConfigError: Unknown event type.
-    """
-    if payload.type not in EVENT_TYPES:
-        raise ConfigError(f"unknown event type {payload.type!r} (run {run_id})")
-    return payload_to_dict(payload)
-
-
 def encode_payloads(payloads: Sequence[EventPayload], run_id: str) -> tuple[dict[str, Any], ...]:
-    """`encode_payload` of each payload, in one loop: a step's events pass here.
+    """The JSON form of each payload, in one loop: a step's events pass here.
 
     Raises:
         ConfigError: Unknown event type.

@@ -13,6 +13,9 @@ from harness.server.app import create_app
 
 PUBLIC = {"/healthz", "/readyz", "/login", "/logout"}
 SHELL = {"/", "/overview", "/runs/{run_id}"}
+ADMIN = {("POST", "/api/experiments/{name}/stop")}
+"""The routes that need more than `operate` (every other GET needs `read`, every other verb
+`operate`)."""
 
 
 def routes(api: Api) -> list[tuple[str, str, str | None]]:
@@ -38,7 +41,7 @@ def flatten(routes: list) -> list:
 
 
 def concrete(path: str) -> str:
-    return path.replace("{run_id}", "run_x").replace("{call_id}", "call_x")
+    return path.replace("{run_id}", "run_x").replace("{call_id}", "call_x").replace("{name}", "x")
 
 
 async def test_every_route_refuses_no_token_a_wrong_token_and_a_weaker_role(api: Api) -> None:
@@ -49,7 +52,8 @@ async def test_every_route_refuses_no_token_a_wrong_token_and_a_weaker_role(api:
         if path in PUBLIC or path in SHELL:
             assert role is None, path
             continue
-        assert role == ("read" if method == "GET" else "operate"), (method, path, role)
+        wanted = "admin" if (method, path) in ADMIN else "read" if method == "GET" else "operate"
+        assert role == wanted, (method, path, role)
         url = concrete(path)
         missing = await api.client.request(method, url)
         assert missing.status_code == 401, (method, path)

@@ -47,6 +47,20 @@ def pytest_configure(config: pytest.Config) -> None:
     compileall.compile_dir(Path(harness.__file__).parent, quiet=1)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Let test modules start slow, independent work once their tests are chosen.
+
+    A module with a `start_in_background(test_name)` function has it called for each of its
+    collected tests before any test runs: tests/test_static.py starts its static checks
+    (pyright takes a minute) so that they run beside the suite instead of after it.
+    """
+    for item in session.items:
+        module = getattr(item, "module", None)
+        start = getattr(module, "start_in_background", None)
+        if callable(start):
+            start(item.name)
+
+
 def sandbox_processes() -> list[str]:
     """Processes of the sandbox uid that this test process started and that are still alive.
 

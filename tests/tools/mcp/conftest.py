@@ -2,10 +2,10 @@
 
 The npm servers are installed into `servers/node_modules` with `npm ci` from the committed
 `servers/package-lock.json`, started in the background as soon as collection has chosen a
-test that needs them (it then runs beside the tests before them); `npm_servers` waits for it. Tests that need them fail without node and npm
-(`.ci/run` installs both): missing servers must never turn into green skips. A developer on
-a machine without Node can opt out explicitly with HARNESS_ALLOW_NO_NODE=1; those tests then
-skip with the same reason.
+test that needs them (it then runs beside the tests before them); `npm_servers` waits for
+it. Tests that need them fail without node and npm (`.ci/run` installs both): missing
+servers must never turn into green skips. A developer on a machine without Node can opt out
+explicitly with HARNESS_ALLOW_NO_NODE=1; those tests then skip with the same reason.
 """
 
 from __future__ import annotations

@@ -1,12 +1,30 @@
-"""The static checks are part of the test suite, so that CI runs them on every change."""
+"""The static checks are part of the test suite, so that CI runs them on every change.
 
+Each check is a program that runs on its own for up to a minute (pyright). They start in
+the background as soon as collection has chosen their tests (`start_in_background`, called
+by tests/conftest.py), so that they run beside the rest of the suite; each test waits for
+its program and fails with its output. A test collected alone starts its program itself.
+"""
+
+import atexit
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+
+CHECKS: dict[str, tuple[str, ...]] = {
+    "test_layers_point_down": ("lint-imports",),
+    "test_ruff": ("ruff", "check", "src", "tests", "bench"),
+    "test_pyright_strict_on_src": ("pyright", "src"),
+}
+"""The command line of each test's check."""
+
+_running: dict[str, tuple[subprocess.Popen[bytes], IO[bytes]]] = {}
 
 
 def tool(name: str) -> str:
@@ -14,18 +32,51 @@ def tool(name: str) -> str:
     return str(found) if found.exists() else (shutil.which(name) or name)
 
 
-def check(*args: str) -> None:
-    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+def start_in_background(test: str) -> None:
+    """Start the check of `test`, when it has one and it is not running yet."""
+    if test not in CHECKS or test in _running:
+        return
+    program, *args = CHECKS[test]
+    if not _running:
+        atexit.register(_stop_all)  # a session that ends early leaves none of them behind
+    output = tempfile.TemporaryFile()  # a file, not a pipe: the program never blocks on it
+    proc = subprocess.Popen(
+        [tool(program), *args], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT
+    )
+    _running[test] = (proc, output)
+
+
+def _stop_all() -> None:
+    for proc, output in _running.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        output.close()
+
+
+def check(test: str) -> None:
+    """Wait for the check of `test` (starting it if it is not running) and pass or fail."""
+    start_in_background(test)
+    proc, output = _running.pop(test)
+    with output:
+        try:
+            returncode = proc.wait(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        output.seek(0)
+        text = output.read().decode(errors="replace")
+    assert returncode == 0, text[-8000:]
 
 
 def test_layers_point_down() -> None:
-    check(tool("lint-imports"))
+    check("test_layers_point_down")
 
 
 def test_ruff() -> None:
-    check(tool("ruff"), "check", "src", "tests", "bench")
+    check("test_ruff")
 
 
 def test_pyright_strict_on_src() -> None:
-    check(tool("pyright"), "src")
+    check("test_pyright_strict_on_src")

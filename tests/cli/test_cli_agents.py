@@ -8,11 +8,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pytest
-
+from harness.core.states import TERMINAL_STATES
 from harness.store import open_store
 from harness.testing import FakeOpenAIServer, FakeReply
 
@@ -143,7 +141,7 @@ def test_a_file_only_agent_runs_in_a_worker_of_another_process(tmp_path: Path) -
             [HARNESS, "worker"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL
         )
         try:
-            shown = wait_for_end(env, run_id)
+            shown = wait_for_end(env, tmp_path, run_id)
         finally:
             worker.send_signal(signal.SIGINT)
             worker.wait(timeout=30)
@@ -161,14 +159,23 @@ async def stored_metadata(home: Path, run_id: str) -> dict[str, object]:
         return dict(record.metadata)
 
 
-def wait_for_end(env: dict[str, str], run_id: str) -> dict[str, object]:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        shown = json.loads(harness(env, "runs", "show", run_id, "--json").stdout)
-        if shown["state"] in ("COMPLETED", "FAILED", "CANCELLED"):
-            return shown
-        time.sleep(0.3)
-    pytest.fail(f"run {run_id} did not end")
+def wait_for_end(env: dict[str, str], home: Path, run_id: str) -> dict[str, object]:
+    """`harness runs show --json` of the run, once the store says it ended.
+
+    The wait reads the store in this process; spawning `harness runs show` for every poll
+    took CPU from the worker that runs the run.
+    """
+    asyncio.run(until_ended(home, run_id))
+    return json.loads(harness(env, "runs", "show", run_id, "--json").stdout)
+
+
+async def until_ended(home: Path, run_id: str) -> None:
+    async with asyncio.timeout(60), await open_store(home / "harness.db") as store:
+        while True:
+            record = await store.get_run(run_id)
+            if record is not None and record.state in TERMINAL_STATES:
+                return
+            await asyncio.sleep(0.1)
 
 
 def test_flags_of_the_ad_hoc_agent_are_refused_with_a_named_agent(tmp_path: Path) -> None:

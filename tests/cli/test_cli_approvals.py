@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -40,25 +41,45 @@ def start_run(home: Path, workspace: Path, base_url: str) -> subprocess.Popen[st
     )
 
 
-def wait_for_request(home: Path, proc: subprocess.Popen[str]) -> tuple[str, str]:
+def wait_for_request(home: Path, proc: subprocess.Popen[str]) -> tuple[str, str, str]:
+    """The run's request as `harness approvals --json` lists it, and what the run printed.
+
+    The run prints each event once it is stored, so the listing is read when the run's
+    `approval_requested` line is out rather than polled while the run starts up. A run that
+    never asks is killed after 60 s, so that this fails instead of waiting forever.
+    """
+    killer = threading.Timer(60, proc.kill)
+    killer.start()
     try:
-        return poll_for_request(home, proc)
+        printed = read_until_asked(proc)
+        return (*listed_request(home), printed)
     except BaseException:
         proc.kill()  # never leave a waiting run behind
         proc.communicate()
         raise
+    finally:
+        killer.cancel()
 
 
-def poll_for_request(home: Path, proc: subprocess.Popen[str]) -> tuple[str, str]:
+def read_until_asked(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    printed: list[str] = []
+    for line in proc.stdout:
+        printed.append(line)
+        if json.loads(line)["type"] == "approval_requested":
+            return "".join(printed)
+    raise AssertionError(f"the run ended without asking: {''.join(printed)}")
+
+
+def listed_request(home: Path) -> tuple[str, str]:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         listed = cli(home, "approvals", "--json").stdout.splitlines()
         if listed:
             pending = json.loads(listed[0])
             return pending["run_id"], pending["call_id"]
-        assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
-    raise AssertionError("no approval request appeared")
+    raise AssertionError("the run asked, but `harness approvals` lists no request")
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -76,13 +97,14 @@ def test_approve_from_another_process_lets_the_call_run(
     ]
     with FakeOpenAIServer(replies) as server:
         proc = start_run(tmp_path, workspace, server.base_url)
-        run_id, call_id = wait_for_request(tmp_path, proc)
+        run_id, call_id, printed = wait_for_request(tmp_path, proc)
         assert call_id == "call_net"
         listed = cli(tmp_path, "approvals")
         assert f"{run_id} call_net bash" in listed.stdout
         approved = cli(tmp_path, "approve", run_id, call_id)
         assert approved.returncode == 0, approved.stderr
         out, err = proc.communicate(timeout=60)
+        out = printed + out
         tool_message = server.requests[1].body["messages"][-1]
     assert proc.returncode == 0, err
     events = [json.loads(line) for line in out.splitlines()]
@@ -112,7 +134,7 @@ def test_deny_with_a_reason_reaches_the_model_and_nothing_runs(
     ]
     with FakeOpenAIServer(replies) as server:
         proc = start_run(tmp_path, workspace, server.base_url)
-        run_id, call_id = wait_for_request(tmp_path, proc)
+        run_id, call_id, _ = wait_for_request(tmp_path, proc)
         denied = cli(tmp_path, "deny", run_id, call_id, "--reason", "no network today")
         assert denied.returncode == 0, denied.stderr
         proc.communicate(timeout=60)

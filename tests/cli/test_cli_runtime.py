@@ -3,6 +3,7 @@
 Every test with a worker runs on SQLite and on PostgreSQL (HARNESS_STORE for all processes).
 """
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from harness.store import open_store
 from harness.testing import FakeOpenAIServer, FakeReply
 
 HARNESS = str(Path(sys.executable).parent / "harness")
@@ -34,13 +36,30 @@ def show(home: Path, run_id: str) -> dict[str, Any]:
 
 
 def wait_state(home: Path, run_id: str, *states: str) -> dict[str, Any]:
+    """`harness runs show --json` of the run, once it is in one of `states`.
+
+    The wait reads the store in this process; spawning `harness runs show` for every poll
+    took the CPU that the worker running the run needed. The record returned is still the
+    command's, and it must show one of `states`.
+    """
     deadline = time.monotonic() + 60
+    record: dict[str, Any] = {}
     while time.monotonic() < deadline:
+        asyncio.run(until_state(home, run_id, set(states), deadline))
         record = show(home, run_id)
         if record["state"] in states:
             return record
-        time.sleep(0.1)
     raise AssertionError(f"{run_id} never reached {states}: {record}")
+
+
+async def until_state(home: Path, run_id: str, states: set[str], deadline: float) -> None:
+    target = os.environ.get("HARNESS_STORE") or str(home / "harness.db")
+    async with await open_store(target) as store:
+        while time.monotonic() < deadline:
+            found = await store.get_run(run_id)
+            if found is not None and found.state in states:
+                return
+            await asyncio.sleep(0.05)
 
 
 @pytest.fixture

@@ -1,23 +1,26 @@
 """Fixtures for the MCP tests: real servers from PyPI and npm, and a leak check.
 
-The npm servers are installed on first use into `servers/node_modules` with `npm ci` from
-the committed `servers/package-lock.json`. Tests that need them fail without node and npm
-(`.ci/run` installs both): missing servers must never turn into green skips. A developer on
-a machine without Node can opt out explicitly with HARNESS_ALLOW_NO_NODE=1; those tests then
-skip with the same reason.
+The npm servers are installed into `servers/node_modules` with `npm ci` from the committed
+`servers/package-lock.json`, started in the background as soon as collection has chosen a
+test that needs them (it then runs beside the tests before them); `npm_servers` waits for
+it. Tests that need them fail without node and npm (`.ci/run` installs both): missing
+servers must never turn into green skips. A developer on a machine without Node can opt out
+explicitly with HARNESS_ALLOW_NO_NODE=1; those tests then skip with the same reason.
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from mcp_test_support import FLAKY_SERVER, NPM_SCOPE, SERVERS, descendants, installed, wait_for_exit
@@ -46,21 +49,61 @@ def need(program: str) -> str:
     pytest.fail(f"{reason}. Set HARNESS_ALLOW_NO_NODE=1 to skip these tests instead.")
 
 
+_npm_ci: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
+"""The `npm ci` started in the background, with the file that takes its output."""
+
+
+def _missing_servers() -> bool:
+    wanted = json.loads((SERVERS / "package.json").read_text())["dependencies"]
+    return not all(installed(name, version) for name, version in wanted.items())
+
+
+def _start_npm_ci(npm: str) -> None:
+    """Start `npm ci` from the lock file once, when a server is missing."""
+    if _npm_ci or not _missing_servers():
+        return
+    output = tempfile.TemporaryFile()  # a file, not a pipe: npm never blocks on it
+    command = [npm, "ci", "--no-audit", "--no-fund"]
+    proc = subprocess.Popen(command, cwd=SERVERS, stdout=output, stderr=subprocess.STDOUT)
+    _npm_ci.append((proc, output))
+    atexit.register(_stop_npm_ci)  # a session that ends early leaves no npm behind
+
+
+def _stop_npm_ci() -> None:
+    for proc, output in _npm_ci:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        output.close()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start `npm ci` as soon as a collected test needs the npm servers.
+
+    It then runs beside the tests that come before them; `npm_servers` waits for it.
+    """
+    npm = shutil.which("npm")
+    needed = any("npm_servers" in getattr(item, "fixturenames", ()) for item in session.items)
+    if needed and npm is not None and shutil.which("node") is not None:
+        _start_npm_ci(npm)
+
+
 @pytest.fixture(scope="session")
 def npm_servers() -> Path:
     """`node_modules/@modelcontextprotocol`, installed from the lock file when needed."""
     npm, _ = need("npm"), need("node")
-    wanted = json.loads((SERVERS / "package.json").read_text())["dependencies"]
-    if not all(installed(name, version) for name, version in wanted.items()):
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=SERVERS,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        assert done.returncode == 0, f"npm ci failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    _start_npm_ci(npm)
+    if _npm_ci:
+        proc, output = _npm_ci[0]
+        try:
+            returncode = proc.wait(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        output.seek(0)
+        text = output.read().decode(errors="replace")
+        assert returncode == 0, f"npm ci failed:\n{text[-4000:]}"
     return NPM_SCOPE
 
 

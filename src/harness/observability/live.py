@@ -19,7 +19,13 @@ from typing import Final
 
 from harness.core.events import RunCancelled, RunEvent, RunFailed, RunFinished, RunPaused
 from harness.observability.context import Sampler, TraceContext
-from harness.observability.spans import SpanData, SpanRecord, TraceBuilder, span_data
+from harness.observability.spans import (
+    TRACED_EVENTS,
+    SpanData,
+    SpanRecord,
+    TraceBuilder,
+    span_data,
+)
 
 __all__ = ["LiveTraces", "SpanExport", "StoredRun"]
 
@@ -123,6 +129,8 @@ class LiveTraces:
         self._max_runs = max_runs
         self._runs: dict[str, _Run] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.event_types = TRACED_EVENTS
+        """The event classes it reads: the bus passes any other by (`EventBus.subscribe`)."""
 
     def context_for_new_run(self) -> TraceContext:
         """The trace context of a run about to be submitted: in the caller's trace, if any."""

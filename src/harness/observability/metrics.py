@@ -263,6 +263,8 @@ class MetricsSubscriber:
             RunFailed: self._ended,
             RunCancelled: self._ended,
         }
+        self.event_types = frozenset(self._handlers)
+        """The event classes it counts: the bus passes any other by (`EventBus.subscribe`)."""
 
     def __call__(self, event: RunEvent) -> None:
         """Count one committed event (the `EventBus` subscriber)."""

@@ -59,6 +59,7 @@ from harness.core.events import (
 from harness.core.usage import Usage
 
 __all__ = [
+    "TRACED_EVENTS",
     "AttributeValue",
     "EventRecord",
     "SpanData",
@@ -94,7 +95,8 @@ What the builder makes; `span_data` turns it into a `SpanData`. The export proce
 these as they are, so a live run pays for no object per span.
 """
 
-_PROVIDERS: Final = frozenset({"openai", "anthropic"})
+_KNOWN_PROVIDERS: Final = {"openai": "openai", "anthropic": "anthropic"}
+"""A model's source that names its provider (`openai:gpt-4.1-mini`), as that provider."""
 _NO_PROVIDERS: Final[Mapping[str, str]] = {}
 _LOST: Final = "the process executing the run stopped before this ended"
 
@@ -409,7 +411,10 @@ class TraceBuilder:
                 _usage(attributes, p.usage)
         if self.capture_content and type(p) is RunFinished and p.output:
             attributes["gen_ai.output.messages"] = _messages("assistant", p.output)
-        self._end(run, ts, error=error_type, message=message)
+        if error_type is None:
+            self._close(run, ts)
+        else:
+            self._end(run, ts, error=error_type, message=message)
         self.ended = True
 
     def _paused(self, event: RunEvent, p: RunPaused) -> None:
@@ -467,16 +472,17 @@ class TraceBuilder:
 
     def _provider_of(self, source: str) -> str:
         """`gen_ai.provider.name` of a model from `source` (`split_model`'s first part)."""
-        return self._providers.get(source) or (source if source in _PROVIDERS else "unknown")
+        return self._providers.get(source) or _KNOWN_PROVIDERS.get(source, "unknown")
 
     def _called(self, event: RunEvent, p: ModelCalled) -> None:
         if self._chat is not None:
             self._close(self._chat, event.ts)
         label = p.model or "model"
         name, source, model = _CHATS.get(label) or _chat(label)
+        provider = self._providers.get(source) or _KNOWN_PROVIDERS.get(source, "unknown")
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": self._provider_of(source),
+            "gen_ai.provider.name": provider,
             "gen_ai.request.model": model,
             "gen_ai.conversation.id": self.run_id,
         }
@@ -633,7 +639,10 @@ class TraceBuilder:
         """A new span under `parent` (the open step, or the run), with `attributes`."""
         opened = self._open
         seq = event.seq
-        span_id = _span_id(seq) if seq else f"s{len(opened)}x"
+        if 0 < seq < len(_SPAN_IDS):
+            span_id = _SPAN_IDS[seq]
+        else:
+            span_id = _span_id(seq) if seq else f"s{len(opened)}x"
         if span_id in opened:
             span_id = f"{span_id}.{len(opened)}"
         if "run" not in opened:
@@ -732,6 +741,8 @@ _HANDLERS: Final[dict[type[EventPayload], Callable[[TraceBuilder, RunEvent, Any]
     cls: getattr(TraceBuilder, method) for cls, method in _METHODS.items()
 }
 """Each event class that shapes the trace, and the method that reads it."""
+TRACED_EVENTS: Final[frozenset[type[EventPayload]]] = frozenset(_HANDLERS)
+"""The event classes that shape a trace: the builder passes over any other."""
 
 
 def _variant(attributes: dict[str, AttributeValue], p: RunSubmitted | RunStarted) -> None:

@@ -237,3 +237,46 @@ async def test_events_taken_a_step_at_a_time_make_the_spans_they_make_one_at_a_t
         grouped.batch(events[start:end])
     assert len(one.records) == 8
     assert batched.records == one.records
+
+
+async def test_published_event_by_event_through_the_bus_the_trace_loses_no_rare_event(
+    tmp_path: Path,
+) -> None:
+    """The bus hands LiveTraces only the classes it reads (`event_types`): a compaction,
+    a retry, a fallback and a tool error still shape the spans, exactly as fed directly."""
+    from harness.core.events import ModelDelta, RunEvent
+    from harness.observability import LiveTraces, SpanExport
+    from harness.observability.spans import SpanRecord
+    from harness.runtime import EventBus
+
+    class Keep(SpanExport):
+        def __init__(self) -> None:
+            self.records: list[SpanRecord] = []
+
+        def export_records(self, context: TraceContext, run_id: str, records: object) -> None:
+            self.records += records  # type: ignore[operator]
+
+    async def unknown(run_id: str) -> None:
+        return None
+
+    _, events, _ = await scripted_run(tmp_path)
+    run_id, context = events[0].run_id, TraceContext.new()
+    direct, bused = Keep(), Keep()
+    fed, subscribed = LiveTraces(direct, unknown), LiveTraces(bused, unknown)
+    bus = EventBus()
+    bus.subscribe(subscribed)
+    for traces in (fed, subscribed):
+        traces.begin(run_id, context)
+    delta = RunEvent(run_id=run_id, seq=0, ts=events[1].ts, payload=ModelDelta(step=1, text="x"))
+    for event in events:
+        fed(event)
+        bus.publish(event)
+        bus.publish(delta)  # live-only: never given to the trace subscriber
+    assert ModelDelta not in subscribed.event_types
+    assert bused.records == direct.records
+    names = [record[2] for record in bused.records]
+    assert any(name.startswith("compact_context ") for name in names)
+    events_on_spans = [e[0] for record in bused.records for e in record[7]]
+    assert "model_retry" in events_on_spans
+    assert "model_fallback" in events_on_spans
+    assert any(record[8] == "error" for record in bused.records)  # the failing tool

@@ -105,3 +105,25 @@ async def test_an_attached_subscriber_gets_batches_queued_in_order_and_drops_the
     assert subscription.dropped == 2
     bus.publish_batch(events("run_a", 7))
     assert got == [3, 4, 5, 6]
+
+
+def test_a_subscriber_naming_its_event_types_gets_only_those_alone_and_batches_whole() -> None:
+    from harness.core.events import ModelDelta, RunFinished
+    from harness.core.usage import Usage
+
+    class Steps(Batches):
+        event_types = frozenset({StepStarted})
+
+    bus = EventBus()
+    steps, each = Steps(), list[RunEvent]()
+    bus.subscribe(steps)
+    bus.subscribe(each.append)
+    delta = RunEvent(run_id="run_a", seq=0, ts=1.0, payload=ModelDelta(step=1, text="hi"))
+    finished = RunFinished(output="ok", termination="done", complete=True, usage=Usage())
+    done = RunEvent(run_id="run_a", seq=9, ts=9.0, payload=finished)
+    bus.publish(delta)
+    bus.publish(events("run_a", 7)[0])
+    bus.publish_batch([*events("run_a", 8), done])
+    bus.publish(done)
+    assert steps.calls == [("event", [7]), ("batch", [8, 9])]
+    assert [e.seq for e in each] == [0, 7, 8, 9, 9]

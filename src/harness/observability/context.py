@@ -63,10 +63,11 @@ class TraceContext:
     def new(cls, caller: TraceContext | None = None) -> TraceContext:
         """A context for a new run span: under the caller's span, or in a new trace."""
         if caller is None:
-            return cls(trace_id=_random_hex(16, _ZERO_TRACE), span_id=_random_hex(8, _ZERO_SPAN))
+            ids = _random_ids()
+            return cls(trace_id=ids[:32], span_id=ids[32:])
         return cls(
             trace_id=caller.trace_id,
-            span_id=_random_hex(8, _ZERO_SPAN),
+            span_id=_random_ids()[32:],
             sampled=caller.sampled,
             parent_span_id=caller.span_id,
         )
@@ -138,9 +139,13 @@ def child_span_id(run_id: str, span_id: str) -> str:
     return hashlib.blake2b(f"{run_id}/{span_id}".encode(), digest_size=8).hexdigest()
 
 
-def _random_hex(size: int, zero: str) -> str:
-    # random, not os.urandom (a system call each): ids need to be unique, not secret,
-    # as the SDK's own RandomIdGenerator has it.
-    while (value := format(random.getrandbits(size * 8), f"0{size * 2}x")) == zero:
-        pass  # an all-zero id is invalid; one in 2**64 draws
-    return value
+def _random_ids() -> str:
+    """48 random hex digits: a trace id (32), then a span id (16), neither all zeros.
+
+    One draw of `random`, not `os.urandom` (a system call each): ids need to be unique,
+    not secret, as the SDK's own RandomIdGenerator has it.
+    """
+    while True:
+        ids = "%048x" % random.getrandbits(192)  # noqa: UP031 (the fastest of the forms)
+        if ids[:32] != _ZERO_TRACE and ids[32:] != _ZERO_SPAN:
+            return ids  # an all-zero id is invalid; one in 2**64 draws

@@ -19,7 +19,13 @@ from typing import Final
 
 from harness.core.events import RunCancelled, RunEvent, RunFailed, RunFinished, RunPaused
 from harness.observability.context import Sampler, TraceContext
-from harness.observability.spans import SpanData, SpanRecord, TraceBuilder, span_data
+from harness.observability.spans import (
+    TRACED_EVENTS,
+    SpanData,
+    SpanRecord,
+    TraceBuilder,
+    span_data,
+)
 
 __all__ = ["LiveTraces", "SpanExport", "StoredRun"]
 
@@ -75,7 +81,7 @@ class _Run(TraceBuilder):
     tracks makes its passes longer).
     """
 
-    __slots__ = ("context", "held")
+    __slots__ = ("context", "held", "live")
 
     def __init__(
         self,
@@ -88,6 +94,8 @@ class _Run(TraceBuilder):
         super().__init__(run_id, capture_content=capture_content, providers=providers)
         self.context = context
         self.held: list[RunEvent] | None = None if context is not None else []
+        self.live = context is not None and context.sampled
+        """Its events are fed as they come and its spans exported: the common case."""
 
 
 class LiveTraces:
@@ -121,6 +129,8 @@ class LiveTraces:
         self._max_runs = max_runs
         self._runs: dict[str, _Run] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.event_types = TRACED_EVENTS
+        """The event classes it reads: the bus passes any other by (`EventBus.subscribe`)."""
 
     def context_for_new_run(self) -> TraceContext:
         """The trace context of a run about to be submitted: in the caller's trace, if any."""
@@ -137,14 +147,14 @@ class LiveTraces:
         run = self._runs.get(event.run_id)
         if run is None:
             self._learn(event)
-        elif run.held is not None:
-            run.held.append(event)
-        elif run.context is not None and run.context.sampled:  # the common case, inline
+        elif run.live and run.context is not None:  # the common case, inline
             records = run.feed_records(event)
             if records:
                 self.export.export_records(run.context, event.run_id, records)
             if run.ended or type(event.payload) is RunPaused:
                 self._runs.pop(event.run_id, None)  # a resumed run is looked up again
+        elif run.held is not None:
+            run.held.append(event)
         else:
             self._feed(event.run_id, run, event)
 
@@ -154,17 +164,16 @@ class LiveTraces:
         A run followed and sampled here is looked up once and its spans handed over
         once; any other case takes the events one at a time.
         """
-        run_id = events[0].run_id
-        run = self._runs.get(run_id)
-        if run is None or run.held is not None or run.context is None or not run.context.sampled:
+        run = self._runs.get(events[0].run_id)
+        if run is None or not run.live or run.context is None:
             for event in events:
                 self(event)
             return
         records = run.feed_batch(events)
         if records:
-            self.export.export_records(run.context, run_id, records)
+            self.export.export_records(run.context, run.run_id, records)
         if run.ended or type(events[-1].payload) is RunPaused:
-            self._runs.pop(run_id, None)  # a resumed run is looked up again
+            self._runs.pop(run.run_id, None)  # a resumed run is looked up again
 
     async def aclose(self) -> None:
         """Finish pending look-ups, then export what is queued and stop."""
@@ -203,6 +212,7 @@ class LiveTraces:
             return
         held, run.held = run.held, None
         run.context = stored.context
+        run.live = stored.context.sampled
         first = held[0].seq
         for event in stored.events:
             if event.seq < first:

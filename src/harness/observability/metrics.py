@@ -39,6 +39,7 @@ thread (`render`, `harness.observability.serve`), where the events are counted.
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Final, cast
 
@@ -241,6 +242,10 @@ class MetricsSubscriber:
         """By the label of a model that answered: its label value and its series."""
         self._tool_series: dict[tuple[str, str], tuple[list[float], list[float] | None]] = {}
         """By tool and status: the series of its calls and (if it ran) of their duration."""
+        self._step_series: dict[tuple[str, str], list[float]] = {}
+        """By agent and task type: the series of their steps' durations."""
+        self._ended_series: dict[tuple[str, str, str], list[float]] = {}
+        """By agent, task type and termination: the series of runs that ended so."""
         self._max_label_values = max_label_values
         """The four token series (input, output, cached, reasoning) of a model and task type."""
         self._handlers: dict[type[EventPayload], Callable[[RunFollow, RunEvent, Any], None]] = {
@@ -258,6 +263,8 @@ class MetricsSubscriber:
             RunFailed: self._ended,
             RunCancelled: self._ended,
         }
+        self.event_types = frozenset(self._handlers)
+        """The event classes it counts: the bus passes any other by (`EventBus.subscribe`)."""
 
     def __call__(self, event: RunEvent) -> None:
         """Count one committed event (the `EventBus` subscriber)."""
@@ -350,9 +357,14 @@ class MetricsSubscriber:
         self._count_usage(model, task_type, usage)
         if run.variant is not None:
             self._count_variant(run.variant, usage)
-        observe(self._m.model_calls, calls, p.duration_s)
-        if usage.input_tokens > 0:
-            observe(self._m.context, context, usage.input_tokens)
+        duration = p.duration_s
+        if duration == duration:  # `observe`, inline: NaN falls in no bucket
+            calls[bisect_left(self._m.model_calls.bounds, duration)] += 1
+        calls[-2] += duration
+        tokens = usage.input_tokens
+        if tokens > 0:
+            context[bisect_left(self._m.context.bounds, tokens)] += 1
+            context[-2] += tokens
 
     def _answering(self, label: str) -> tuple[str, list[float], list[float]]:
         """A model's label value, and its call-duration and context-token series."""
@@ -394,10 +406,13 @@ class MetricsSubscriber:
     def _ended(
         self, run: RunFollow, event: RunEvent, p: RunFinished | RunFailed | RunCancelled
     ) -> None:
-        self._close_step(run, event.ts)
+        if run.step_started is not None:
+            self._close_step(run, event.ts)
         reason = "cancelled" if isinstance(p, RunCancelled) else p.termination
-        agent, task_type = self._agent(run.agent), self._task_type(run.task_type)
-        self._m.runs.child(agent, task_type, self._termination(reason))[0] += 1
+        ended = self._ended_series.get((run.agent, run.task_type, reason))
+        if ended is None:
+            ended = self._runs_ended(run.agent, run.task_type, reason)
+        ended[0] += 1
         if run.variant is not None:
             experiment, variant = self._experiment(run.variant[0]), self._variant(run.variant[1])
             series = self._m.variant_runs.child(experiment, variant, self._termination(reason))
@@ -406,16 +421,35 @@ class MetricsSubscriber:
 
     # --- helpers --------------------------------------------------------------------
 
+    def _runs_ended(self, agent: str, task_type: str, reason: str) -> list[float]:
+        """The series of runs of `agent` and `task_type` that ended for `reason` (kept)."""
+        if len(self._ended_series) >= 4 * self._max_label_values:
+            self._ended_series.clear()  # labels past the cap are many: keep the cache bounded
+        labels = self._agent(agent), self._task_type(task_type), self._termination(reason)
+        found = self._ended_series[agent, task_type, reason] = self._m.runs.child(*labels)
+        return found
+
+    def _steps_of(self, agent: str, task_type: str) -> list[float]:
+        """The step-duration series of `agent` and `task_type` (kept)."""
+        if len(self._step_series) >= 4 * self._max_label_values:
+            self._step_series.clear()  # labels past the cap are many: keep the cache bounded
+        labels = self._agent(agent), self._task_type(task_type)
+        found = self._step_series[agent, task_type] = self._m.steps.child(*labels)
+        return found
+
     def _close_step(self, run: RunFollow, ts: float) -> None:
         if run.step_started is None:
             return
-        steps = self._m.steps
         series = run.steps
         if series is None:
-            agent, task_type = self._agent(run.agent), self._task_type(run.task_type)
-            series = run.steps = steps.child(agent, task_type)
+            key = run.agent, run.task_type
+            series = run.steps = self._step_series.get(key) or self._steps_of(*key)
         duration = ts - run.step_started
-        observe(steps, series, duration if duration > 0.0 else 0.0)
+        if duration > 0.0:  # `observe`, inline
+            series[bisect_left(self._m.steps.bounds, duration)] += 1
+            series[-2] += duration
+        else:
+            series[0] += 1
         run.step_started = None
 
     def _count_usage(self, model: str, task_type: str, usage: Usage) -> None:

@@ -59,6 +59,7 @@ from harness.core.events import (
 from harness.core.usage import Usage
 
 __all__ = [
+    "TRACED_EVENTS",
     "AttributeValue",
     "EventRecord",
     "SpanData",
@@ -94,7 +95,8 @@ What the builder makes; `span_data` turns it into a `SpanData`. The export proce
 these as they are, so a live run pays for no object per span.
 """
 
-_PROVIDERS: Final = frozenset({"openai", "anthropic"})
+_KNOWN_PROVIDERS: Final = {"openai": "openai", "anthropic": "anthropic"}
+"""A model's source that names its provider (`openai:gpt-4.1-mini`), as that provider."""
 _NO_PROVIDERS: Final[Mapping[str, str]] = {}
 _LOST: Final = "the process executing the run stopped before this ended"
 
@@ -139,31 +141,74 @@ class SpanData:
     """`False` for a span cut at the last event of a run that has not ended."""
 
 
-class _Open:
-    """A span still open: mutable until it ends.
+_Span = list[Any]
+"""A span still open: `[span_id, parent_id, name, kind, start, attributes, events]`.
 
-    A burst holds thousands open at once, so a span makes no list of events until it has
-    one (each container the collector tracks lengthens its passes).
-    """
+A list, not an object: a run opens a span on most of its events, and a list is made in
+one step where an object's `__init__` is a call. `events` stays `None` until the span has
+one (a burst holds thousands of spans open at once, and each container the collector
+tracks lengthens its passes).
+"""
+_NO_ATTRIBUTES: Final[dict[str, AttributeValue]] = {}
+"""The attributes of a pause (shared: `_end` copies before a write)."""
+_ID, _PARENT, _NAME, _KIND, _START, _ATTRIBUTES, _EVENTS = range(7)
+_CACHE: Final = 1024
+"""Distinct model labels and tool names whose span names are kept (past it, start over)."""
+_CHATS: dict[str, tuple[str, str, str]] = {}
+"""By model label: the chat span's name, the model's source and its name (`split_model`)."""
+_TOOLS: dict[str, str] = {}
+"""By tool name: its span's name."""
+_AGENTS: dict[str, str] = {}
+"""By agent name: its run span's name."""
+_STEPS: dict[int, tuple[str, dict[str, AttributeValue]]] = {}
+"""By step number: its span's name and attributes (shared: `_end` copies before a write)."""
+_SPAN_IDS: list[str] = []
+"""`s{seq}` for each seq met so far: a span's id by the seq of the event that opened it."""
+_MAX_SEQ_IDS: Final = 4096
 
-    __slots__ = ("attributes", "events", "kind", "name", "parent_id", "span_id", "start")
 
-    def __init__(
-        self,
-        span_id: str,
-        parent_id: str | None,
-        name: str,
-        kind: SpanKind,
-        start: float,
-        attributes: dict[str, AttributeValue],
-    ) -> None:
-        self.span_id = span_id
-        self.parent_id = parent_id
-        self.name = name
-        self.kind: SpanKind = kind
-        self.start = start
-        self.attributes = attributes
-        self.events: list[EventRecord] | None = None
+def _span_id(seq: int) -> str:
+    """`s{seq}`, kept for the seqs every run has."""
+    ids = _SPAN_IDS
+    if seq < len(ids):
+        return ids[seq]
+    if seq >= _MAX_SEQ_IDS:
+        return f"s{seq}"
+    ids += (f"s{n}" for n in range(len(ids), seq + 1))
+    return ids[seq]
+
+
+def _chat(label: str) -> tuple[str, str, str]:
+    """The chat span's name, the model's source and name, for model `label` (kept)."""
+    if len(_CHATS) >= _CACHE:
+        _CHATS.clear()
+    source, model = split_model(label)
+    found = _CHATS[label] = (f"chat {model}", source, model)
+    return found
+
+
+def _agent(agent: str) -> str:
+    """The name of the run span of agent `agent` (kept)."""
+    if len(_AGENTS) >= _CACHE:
+        _AGENTS.clear()
+    name = _AGENTS[agent] = f"invoke_agent {agent}"
+    return name
+
+
+def _step(step: int) -> tuple[str, dict[str, AttributeValue]]:
+    """The name and attributes of the span of step `step` (kept)."""
+    if len(_STEPS) >= _CACHE:
+        _STEPS.clear()
+    found = _STEPS[step] = (f"step {step}", {"harness.step": step})
+    return found
+
+
+def _tool(tool: str) -> str:
+    """The name of a span of tool `tool` (kept)."""
+    if len(_TOOLS) >= _CACHE:
+        _TOOLS.clear()
+    name = _TOOLS[tool] = f"execute_tool {tool}"
+    return name
 
 
 def span_data(record: SpanRecord) -> SpanData:
@@ -203,11 +248,8 @@ def split_model(label: str) -> tuple[str, str]:
     return "", label
 
 
-def _usage(span: _Open, usage: Usage | None, *, zero: bool = True) -> None:
-    """Token counts (and cost) of `usage` on `span`; none at all if all are 0 and not `zero`."""
-    if usage is None or not (zero or usage.input_tokens or usage.output_tokens):
-        return
-    attributes = span.attributes
+def _usage(attributes: dict[str, AttributeValue], usage: Usage) -> None:
+    """Token counts (and cost) of `usage` in a span's `attributes`."""
     attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
     attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
     if usage.cached_tokens:
@@ -244,8 +286,6 @@ class TraceBuilder:
     """
 
     __slots__ = (
-        "_approvals",
-        "_calls",
         "_chat",
         "_done",
         "_last_ts",
@@ -268,12 +308,10 @@ class TraceBuilder:
         self.run_id = run_id
         self.capture_content = capture_content
         self._providers = providers if providers is not None else _NO_PROVIDERS
-        self._open: dict[str, _Open] = {}
-        self._step: str | None = None
-        self._chat: str | None = None
+        self._open: dict[str, _Span] = {}
+        self._step: _Span | None = None
+        self._chat: _Span | None = None
         self._pause: str | None = None
-        self._calls: dict[str, str] | None = None  # tool spans by call id, once there are
-        self._approvals: dict[str, str] | None = None  # approval spans by call id, likewise
         self._done: list[SpanRecord] | None = None  # spans ended by the event being fed
         self._last_ts = 0.0
         self.ended = False
@@ -312,35 +350,38 @@ class TraceBuilder:
 
     def close(self) -> list[SpanData]:
         """End every open span at the last event, marked unfinished (a run still going)."""
-        for span_id in reversed(list(self._open)):
-            self._end(span_id, self._last_ts, finished=False)
+        for span in reversed(list(self._open.values())):
+            self._end(span, self._last_ts, finished=False)
         done, self._done = self._done or [], None
         return [span_data(record) for record in done]
 
     # ----- the run
 
     def _submitted(self, event: RunEvent, p: RunSubmitted) -> None:
-        run = self._run(event, p.agent)
+        attributes = self._run(event, p.agent)[_ATTRIBUTES]
         if p.parent_run_id:
-            run.attributes["harness.parent_run_id"] = p.parent_run_id
+            attributes["harness.parent_run_id"] = p.parent_run_id
         if p.task_type:
-            run.attributes["harness.task_type"] = p.task_type
-        _variant(run.attributes, p)
+            attributes["harness.task_type"] = p.task_type
+        if p.experiment and p.variant:
+            _variant(attributes, p)
         if self.capture_content and p.task:
-            run.attributes["gen_ai.input.messages"] = _messages("user", p.task)
+            attributes["gen_ai.input.messages"] = _messages("user", p.task)
 
     def _started(self, event: RunEvent, p: RunStarted) -> None:
-        run = self._run(event, p.agent)
+        attributes = self._run(event, p.agent)[_ATTRIBUTES]
         if p.model:
-            run.attributes["gen_ai.provider.name"] = self._provider(p.model)
-            run.attributes["gen_ai.request.model"] = split_model(p.model)[1]
+            _, source, model = _CHATS.get(p.model) or _chat(p.model)
+            attributes["gen_ai.provider.name"] = self._provider_of(source)
+            attributes["gen_ai.request.model"] = model
         if p.strategy:
-            run.attributes["harness.strategy"] = p.strategy
+            attributes["harness.strategy"] = p.strategy
         if p.task_type:
-            run.attributes["harness.task_type"] = p.task_type
-        _variant(run.attributes, p)
+            attributes["harness.task_type"] = p.task_type
+        if p.experiment and p.variant:
+            _variant(attributes, p)
 
-    def _run(self, event: RunEvent, agent: str) -> _Open:
+    def _run(self, event: RunEvent, agent: str) -> _Span:
         run = self._open.get("run")
         if run is None:
             attributes: dict[str, AttributeValue] = {
@@ -348,39 +389,48 @@ class TraceBuilder:
                 "gen_ai.agent.name": agent,
                 "gen_ai.conversation.id": self.run_id,
             }
-            name = f"invoke_agent {agent}"
-            run = self._open["run"] = _Open("run", None, name, "internal", event.ts, attributes)
+            name = _AGENTS.get(agent) or _agent(agent)
+            run = self._open["run"] = ["run", None, name, "internal", event.ts, attributes, None]
         return run
 
     def _ended(self, event: RunEvent, p: RunFinished | RunFailed | RunCancelled) -> None:
         error_type = message = None
-        if isinstance(p, RunFailed):
+        if type(p) is RunFailed:
             error_type, message = p.error_type or "error", p.error
-        for span_id in reversed([s for s in self._open if s != "run"]):
-            self._end(span_id, event.ts, error=error_type, message=message)
+        ts = event.ts
+        if len(self._open) > 1:  # the run's children first, the latest first
+            for span in reversed([s for s in self._open.values() if s[_ID] != "run"]):
+                self._end(span, ts, error=error_type, message=message)
         run = self._run(event, "agent")
+        attributes = run[_ATTRIBUTES]
         if isinstance(p, RunCancelled):
-            run.attributes["harness.termination"] = "cancelled"
+            attributes["harness.termination"] = "cancelled"
         else:
-            run.attributes["harness.termination"] = p.termination
-            _usage(run, p.usage)
-        if self.capture_content and isinstance(p, RunFinished) and p.output:
-            run.attributes["gen_ai.output.messages"] = _messages("assistant", p.output)
-        self._end("run", event.ts, error=error_type, message=message)
+            attributes["harness.termination"] = p.termination
+            if p.usage is not None:
+                _usage(attributes, p.usage)
+        if self.capture_content and type(p) is RunFinished and p.output:
+            attributes["gen_ai.output.messages"] = _messages("assistant", p.output)
+        if error_type is None:
+            self._close(run, ts)
+        else:
+            self._end(run, ts, error=error_type, message=message)
         self.ended = True
 
     def _paused(self, event: RunEvent, p: RunPaused) -> None:
         self._end_step(event.ts)
-        self._pause = self._child(event, "pause", {}, parent="run").span_id
+        self._pause = self._child(event, "pause", _NO_ATTRIBUTES, "run")[_ID]
 
     def _resumed(self, event: RunEvent, p: RunResumed) -> None:
         if self._pause is not None:
-            self._end(self._pause, event.ts)
+            pause = self._open.get(self._pause)
+            if pause is not None:
+                self._close(pause, event.ts)
             self._pause = None
 
     def _recovered(self, event: RunEvent, p: RunRecovered) -> None:
-        for span_id in reversed([s for s in self._open if s != "run"]):
-            self._end(span_id, event.ts, error="harness.owner_lost", message=_LOST)
+        for span in reversed([s for s in self._open.values() if s[_ID] != "run"]):
+            self._end(span, event.ts, error="harness.owner_lost", message=_LOST)
         attributes = {"harness.previous_owner": p.previous_owner or "", "harness.owner": p.owner}
         self._mark(event, "run", attributes)
 
@@ -392,66 +442,71 @@ class TraceBuilder:
         }
         if self.capture_content and p.reason:
             attributes["harness.handoff.reason"] = p.reason
-        self._mark(event, self._step or "run", attributes)
+        self._mark(event, self._step_id(), attributes)
         run = self._run(event, p.from_agent)
-        run.attributes["harness.agent"] = p.to_agent
-        run.attributes["harness.handoffs"] = p.count
+        run[_ATTRIBUTES]["harness.agent"] = p.to_agent
+        run[_ATTRIBUTES]["harness.handoffs"] = p.count
 
     # ----- steps, model calls, compactions
 
     def _step_started(self, event: RunEvent, p: StepStarted) -> None:
-        self._end_step(event.ts)
-        step = self._child(event, f"step {p.step}", {"harness.step": p.step}, parent="run")
-        self._step = step.span_id
+        if self._step is not None:
+            self._end_step(event.ts)
+        name, attributes = _STEPS.get(p.step) or _step(p.step)
+        self._step = self._child(event, name, attributes, "run")
 
     def _end_step(self, ts: float) -> None:
         step = self._step
         if step is None:
             return
         if len(self._open) > 2:  # more than the run and the step: the step's may be open
-            for span_id in reversed([s for s, o in self._open.items() if o.parent_id == step]):
-                self._end(span_id, ts)
-        self._end(step, ts)
+            step_id = step[_ID]
+            for span in reversed([s for s in self._open.values() if s[_PARENT] == step_id]):
+                self._close(span, ts)
+        self._close(step, ts)
 
-    def _provider(self, model: str) -> str:
-        """`gen_ai.provider.name` of `model`: from its profile, or its `openai:` prefix."""
-        return self._provider_of(split_model(model)[0])
+    def _step_id(self) -> str:
+        """The open step's span id, or the run's."""
+        step = self._step
+        return "run" if step is None else step[_ID]
 
     def _provider_of(self, source: str) -> str:
         """`gen_ai.provider.name` of a model from `source` (`split_model`'s first part)."""
-        return self._providers.get(source) or (source if source in _PROVIDERS else "unknown")
+        return self._providers.get(source) or _KNOWN_PROVIDERS.get(source, "unknown")
 
     def _called(self, event: RunEvent, p: ModelCalled) -> None:
         if self._chat is not None:
-            self._end(self._chat, event.ts)
-        source, model = split_model(p.model or "model")
-        provider = self._provider_of(source)
+            self._close(self._chat, event.ts)
+        label = p.model or "model"
+        name, source, model = _CHATS.get(label) or _chat(label)
+        provider = self._providers.get(source) or _KNOWN_PROVIDERS.get(source, "unknown")
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
             "gen_ai.request.model": model,
             "gen_ai.conversation.id": self.run_id,
         }
-        self._chat = self._child(event, f"chat {model}", attributes, kind="client").span_id
+        self._chat = self._child(event, name, attributes, None, "client")
         if p.stream:
             attributes["gen_ai.request.stream"] = True
         if p.request_id:
             attributes["harness.request.id"] = p.request_id
 
     def _responded(self, event: RunEvent, p: ModelResponded) -> None:
-        if self._chat is None:
+        chat = self._chat
+        if chat is None:
             return
-        chat = self._open[self._chat]
+        attributes = chat[_ATTRIBUTES]
         if p.finish_reason:
-            chat.attributes["gen_ai.response.finish_reasons"] = (p.finish_reason,)
+            attributes["gen_ai.response.finish_reasons"] = (p.finish_reason,)
         if p.response_model:
-            chat.attributes["gen_ai.response.model"] = p.response_model
-        _usage(chat, p.usage)
+            attributes["gen_ai.response.model"] = p.response_model
+        _usage(attributes, p.usage)
         if self.capture_content and p.content:
-            chat.attributes["gen_ai.output.messages"] = _messages(
+            attributes["gen_ai.output.messages"] = _messages(
                 "assistant", p.content, finish_reason=p.finish_reason
             )
-        self._end(self._chat, event.ts)
+        self._close(chat, event.ts)
 
     def _retry(self, event: RunEvent, p: ModelRetry) -> None:
         attributes: dict[str, AttributeValue] = {
@@ -460,7 +515,7 @@ class TraceBuilder:
             "harness.delay_s": p.delay_s,
         }
         _error_fields(attributes, p.error, p.status)
-        self._mark(event, self._chat or self._step or "run", attributes)
+        self._mark(event, self._chat[_ID] if self._chat else self._step_id(), attributes)
 
     def _fallback(self, event: RunEvent, p: ModelFallback) -> None:
         attributes: dict[str, AttributeValue] = {
@@ -469,7 +524,7 @@ class TraceBuilder:
             "harness.fallback.reason": p.reason,
         }
         _error_fields(attributes, p.error, p.status)
-        self._mark(event, self._chat or self._step or "run", attributes)
+        self._mark(event, self._chat[_ID] if self._chat else self._step_id(), attributes)
 
     def _compacted(self, event: RunEvent, p: ContextCompacted) -> None:
         attributes: dict[str, AttributeValue] = {
@@ -481,43 +536,50 @@ class TraceBuilder:
         if p.fallback:
             attributes["harness.compaction.fallback"] = p.fallback
         name, start = f"compact_context {p.tier}", self._last_ts or event.ts
-        span = self._child(event, name, attributes, start=start)
-        _usage(span, p.usage, zero=False)
-        self._end(span.span_id, event.ts)
+        span = self._child(event, name, attributes, None, "internal", start)
+        usage = p.usage
+        if usage.input_tokens or usage.output_tokens:
+            _usage(attributes, usage)
+        self._close(span, event.ts)
 
     # ----- tools and approvals
 
     def _tool_started(self, event: RunEvent, p: ToolStarted) -> None:
         span = self._tool_span(event, p.tool, p.call_id)
-        if self._calls is None:
-            self._calls = {}
-        self._calls[p.call_id] = span.span_id
         if self.capture_content and p.arguments:
-            span.attributes["gen_ai.tool.call.arguments"] = p.arguments
+            span[_ATTRIBUTES]["gen_ai.tool.call.arguments"] = p.arguments
 
-    def _tool_span(self, event: RunEvent, tool: str, call_id: str) -> _Open:
+    def _tool_span(self, event: RunEvent, tool: str, call_id: str) -> _Span:
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": tool,
             "gen_ai.tool.call.id": call_id,
             "gen_ai.tool.type": "function",
         }
-        return self._child(event, f"execute_tool {tool}", attributes)
+        return self._child(event, _TOOLS.get(tool) or _tool(tool), attributes)
 
     def _tool_completed(self, event: RunEvent, p: ToolCompleted) -> None:
-        span_id = self._calls.pop(p.call_id, "") if self._calls else ""
-        span = self._open.get(span_id) or self._tool_span(event, p.tool, p.call_id)
+        span = self._open_for(p.call_id, "execute_tool") or self._tool_span(
+            event, p.tool, p.call_id
+        )
         # tool_started is written before approvals and before the calls of a step run;
         # the tool itself ran for duration_s up to its completion.
-        span.start = max(span.start, event.ts - p.duration_s)
-        span.attributes["harness.tool.status"] = p.status
+        ts = event.ts
+        ran_from = ts - p.duration_s
+        if ran_from > span[_START]:
+            span[_START] = ran_from
+        attributes = span[_ATTRIBUTES]
+        attributes["harness.tool.status"] = p.status
         if p.truncated:
-            span.attributes["harness.tool.truncated"] = True
-        if self.capture_content and p.ok and p.result:
-            span.attributes["gen_ai.tool.call.result"] = p.result
-        message = p.result if self.capture_content else None
-        error = None if p.ok else p.status or "error"
-        self._end(span.span_id, event.ts, error=error, message=message)
+            attributes["harness.tool.truncated"] = True
+        if self.capture_content:
+            if p.ok and p.result:
+                attributes["gen_ai.tool.call.result"] = p.result
+            self._end(span, ts, error=None if p.ok else p.status or "error", message=p.result)
+        elif p.ok:
+            self._close(span, ts)
+        else:
+            self._end(span, ts, error=p.status or "error")
 
     def _approval_requested(self, event: RunEvent, p: ApprovalRequested) -> None:
         attributes: dict[str, AttributeValue] = {
@@ -526,20 +588,33 @@ class TraceBuilder:
         }
         if p.reason:
             attributes["harness.approval.reason"] = p.reason
-        tool_span = self._calls.get(p.call_id) if self._calls else None
-        span = self._child(event, f"approval {p.tool}", attributes, tool_span)
-        if self._approvals is None:
-            self._approvals = {}
-        self._approvals[p.call_id] = span.span_id
+        tool_span = self._open_for(p.call_id, "execute_tool")
+        parent = None if tool_span is None else tool_span[_ID]
+        self._child(event, f"approval {p.tool}", attributes, parent)
 
     def _approval_decided(self, event: RunEvent, p: ApprovalDecided) -> None:
-        span_id = self._approvals.pop(p.call_id, None) if self._approvals else None
-        if span_id is None or span_id not in self._open:
+        span = self._open_for(p.call_id, None)
+        if span is None:
             return
-        attributes = self._open[span_id].attributes
+        attributes = span[_ATTRIBUTES]
         attributes["harness.approval.approved"] = p.approved
         attributes["harness.approval.by"] = p.by
-        self._end(span_id, event.ts)
+        self._close(span, event.ts)
+
+    def _open_for(self, call_id: str, operation: str | None) -> _Span | None:
+        """The open span of call `call_id`: its tool's (`execute_tool`) or its approval's.
+
+        Looked for among the open spans (a handful) rather than kept in a table by call id:
+        a run in flight holds nothing more for its tool calls than their spans.
+        """
+        for span in reversed(self._open.values()):  # the latest, as a call id is reused
+            attributes = span[_ATTRIBUTES]
+            if (
+                attributes.get("gen_ai.tool.call.id") == call_id
+                and attributes.get("gen_ai.operation.name") == operation
+            ):
+                return span
+        return None
 
     def _note(self, event: RunEvent, p: CompletionChecked | HintInjected | PlanCreated) -> None:
         """A moment worth seeing on the step: a completion check, a hint, a plan."""
@@ -548,7 +623,7 @@ class TraceBuilder:
             attributes = {"harness.check": p.check, "harness.passed": p.passed}
         elif isinstance(p, PlanUpdated):
             attributes = {"harness.revision": p.revision}
-        self._mark(event, self._step or "run", attributes)
+        self._mark(event, self._step_id(), attributes)
 
     # ----- shared
 
@@ -558,20 +633,24 @@ class TraceBuilder:
         name: str,
         attributes: dict[str, AttributeValue],
         parent: str | None = None,
-        *,
         kind: SpanKind = "internal",
         start: float | None = None,
-    ) -> _Open:
+    ) -> _Span:
         """A new span under `parent` (the open step, or the run), with `attributes`."""
         opened = self._open
-        span_id = f"s{event.seq}" if event.seq else f"s{len(opened)}x"
+        seq = event.seq
+        if 0 < seq < len(_SPAN_IDS):
+            span_id = _SPAN_IDS[seq]
+        else:
+            span_id = _span_id(seq) if seq else f"s{len(opened)}x"
         if span_id in opened:
             span_id = f"{span_id}.{len(opened)}"
         if "run" not in opened:
             self._run(event, "agent")
-        owner = parent or self._step or "run"
-        span = _Open(span_id, owner, name, kind, event.ts if start is None else start, attributes)
-        opened[span_id] = span
+        if parent is None:
+            parent = "run" if self._step is None else self._step[_ID]
+        ts = event.ts if start is None else start
+        span = opened[span_id] = [span_id, parent, name, kind, ts, attributes, None]
         return span
 
     def _mark(
@@ -580,50 +659,57 @@ class TraceBuilder:
         span = self._open.get(span_id) or self._open.get("run")
         if span is None:
             return
-        if span.events is None:
-            span.events = []
-        span.events.append((event.type, event.ts, attributes))
+        if span[_EVENTS] is None:
+            span[_EVENTS] = []
+        span[_EVENTS].append((event.type, event.ts, attributes))
+
+    def _close(self, span: _Span, ts: float) -> None:
+        """End open `span` at `ts`: it did not fail."""
+        del self._open[span[_ID]]
+        if span is self._step:
+            self._step = None
+        elif span is self._chat:
+            self._chat = None
+        start = span[_START]
+        record = (span[_ID], span[_PARENT], span[_NAME], span[_KIND], start,
+                  ts if ts > start else start, span[_ATTRIBUTES], span[_EVENTS] or (),
+                  "unset", None, True)  # fmt: skip
+        if self._done is None:
+            self._done = [record]
+        else:
+            self._done.append(record)
 
     def _end(
         self,
-        span_id: str,
+        span: _Span,
         ts: float,
         *,
         error: str | None = None,
         message: str | None = None,
         finished: bool = True,
     ) -> None:
-        span = self._open.pop(span_id, None)
-        if span is None:
+        """End open `span` at `ts`, failed with `error` if one is given."""
+        if error is None and finished:
+            self._close(span, ts)
             return
-        if span_id == self._step:
+        del self._open[span[_ID]]
+        if span is self._step:
             self._step = None
-        elif span_id == self._chat:
+        elif span is self._chat:
             self._chat = None
+        status: SpanStatus = "unset"
         if error is None:
-            status: SpanStatus = "unset"
             message = None
-        else:
-            span.attributes["error.type"] = error
+        else:  # a copy: a step's attributes are shared by the steps of that number
+            span[_ATTRIBUTES] = {**span[_ATTRIBUTES], "error.type": error}
             status = "error"
-        start = span.start
+        start = span[_START]
+        record = (span[_ID], span[_PARENT], span[_NAME], span[_KIND], start,
+                  ts if ts > start else start, span[_ATTRIBUTES], span[_EVENTS] or (),
+                  status, message, finished)  # fmt: skip
         if self._done is None:
             self._done = []
-        self._done.append(
-            (
-                span.span_id,
-                span.parent_id,
-                span.name,
-                span.kind,
-                start,
-                ts if ts > start else start,
-                span.attributes,
-                span.events or (),
-                status,
-                message,
-                finished,
-            )
-        )
+        self._done.append(record)
 
 
 _METHODS: Final[dict[type[EventPayload], str]] = {
@@ -655,6 +741,8 @@ _HANDLERS: Final[dict[type[EventPayload], Callable[[TraceBuilder, RunEvent, Any]
     cls: getattr(TraceBuilder, method) for cls, method in _METHODS.items()
 }
 """Each event class that shapes the trace, and the method that reads it."""
+TRACED_EVENTS: Final[frozenset[type[EventPayload]]] = frozenset(_HANDLERS)
+"""The event classes that shape a trace: the builder passes over any other."""
 
 
 def _variant(attributes: dict[str, AttributeValue], p: RunSubmitted | RunStarted) -> None:

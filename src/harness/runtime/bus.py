@@ -4,7 +4,10 @@ A subscriber is a callable taking one event. One that also has a `batch` method
 (`BatchSubscriber`) is handed the events a run committed together in one call instead:
 a durable step publishes its events as one list (`EventBus.publish_batch`), and a
 subscriber that takes them at once looks its run up once per step, not once per event.
-Either way each subscriber sees every event, in order.
+Either way each subscriber sees every event, in order, with one exception: a subscriber
+with an `event_types` attribute (the payload classes it reads) is not called for an event
+published alone of any other class (a streamed run's `model_delta`s, a run recorded in
+memory). A batch still reaches it whole: one call, which it reads as it likes.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Protocol, cast, runtime_checkable
 
 from harness.core.events import EventPayload, RunEvent, new_event
 from harness.core.messages import Message
@@ -26,6 +29,7 @@ __all__ = ["BatchSubscriber", "EventBus", "RunRecorder", "Subscriber", "Subscrip
 Subscriber = Callable[[RunEvent], None]
 AsyncSubscriber = Callable[[RunEvent], Awaitable[None] | None]
 _Batch = Callable[[Sequence[RunEvent]], None]
+_Types = frozenset[type[EventPayload]] | None
 _log = logging.getLogger(__name__)
 _NO_USAGE = Usage()
 """A run's usage before it reports any (shared: a `Usage` is immutable)."""
@@ -54,15 +58,25 @@ class EventBus:
     def __init__(self) -> None:
         # Replaced, never changed in place: publishing reads it without a copy, and a
         # subscriber that subscribes or leaves while being called changes the next event.
-        self._subscribers: tuple[tuple[Subscriber, _Batch | None], ...] = ()
+        self._subscribers: tuple[tuple[Subscriber, _Batch | None, _Types], ...] = ()
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
-        """Add a subscriber (a `BatchSubscriber` gets batches whole); returns its removal."""
-        batch = subscriber.batch if isinstance(subscriber, BatchSubscriber) else None
-        return self._add(subscriber, batch)
+        """Add a subscriber; returns its removal.
 
-    def _add(self, subscriber: Subscriber, batch: _Batch | None) -> Callable[[], None]:
-        entry = (subscriber, batch)
+        A `BatchSubscriber` gets batches whole. One with an `event_types` attribute (a
+        collection of payload classes) is handed the events published alone of those
+        classes only.
+        """
+        batch = subscriber.batch if isinstance(subscriber, BatchSubscriber) else None
+        types = cast(
+            "Collection[type[EventPayload]] | None", getattr(subscriber, "event_types", None)
+        )
+        return self._add(subscriber, batch, None if types is None else frozenset(types))
+
+    def _add(
+        self, subscriber: Subscriber, batch: _Batch | None, types: _Types = None
+    ) -> Callable[[], None]:
+        entry = (subscriber, batch, types)
         self._subscribers = (*self._subscribers, entry)
 
         def remove() -> None:
@@ -85,8 +99,11 @@ class EventBus:
         return subscription
 
     def publish(self, event: RunEvent) -> None:
-        """Hand `event` to every subscriber."""
-        for subscriber, _ in self._subscribers:
+        """Hand `event` to every subscriber (that reads events of its class)."""
+        kind = type(event.payload)
+        for subscriber, _, types in self._subscribers:
+            if types is not None and kind not in types:
+                continue
             try:
                 subscriber(event)
             except Exception:
@@ -99,7 +116,7 @@ class EventBus:
         """
         if not events:
             return
-        for subscriber, batch in self._subscribers:
+        for subscriber, batch, _ in self._subscribers:
             if batch is not None:
                 try:
                     batch(events)

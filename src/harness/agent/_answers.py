@@ -27,10 +27,13 @@ from harness.agent.verify import (
     feedback_message,
     run_verifier,
 )
+from harness.core._frozen import builder
 from harness.core.events import CompletionChecked, summarize
 from harness.core.messages import Message
 
 __all__ = ["AnswerChecks"]
+
+_answer_of = builder(Answer)
 
 _MIN_CHECK_S: Final = 1.0
 """Seconds a verifier gets however little of the run's time is left."""
@@ -89,7 +92,7 @@ class AnswerChecks:
 
     def _typed(self, run: ActiveRun, text: str) -> Answer | None:
         if self._output is None:
-            return Answer(text=text)
+            return _answer_of(text=text)
         found = self._output.extract(text)
         repair = not found.ok and _repairs(run.messages) < MAX_REPAIRS
         _checked(run, self._output, found, repair=repair)

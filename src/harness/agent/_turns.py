@@ -23,6 +23,7 @@ from harness.agent.stops import (
 )
 from harness.agent.strategies.base import Answer, Turn
 from harness.agent.tool_calls import ToolCallRunner
+from harness.core._frozen import builder
 from harness.core.clock import Clock
 from harness.core.events import (
     AgentMessage,
@@ -69,6 +70,14 @@ UNKNOWN_OUTCOME: Final = (
     "recorded, so whether it had any effect is unknown. Check its effect (for example, "
     "look at the files or state it would have changed) before calling it again."
 )
+
+# The objects of every step, built by their slots (`core._frozen.builder`).
+_step_started = builder(StepStarted)
+_model_request = builder(ModelRequest)
+_model_called = builder(ModelCalled)
+_model_responded = builder(ModelResponded)
+_call_ref = builder(ToolCallRef)
+_turn = builder(Turn)
 
 NO_USAGE: Final = Usage()
 """The usage of a run that has consumed nothing yet (shared: a `Usage` is immutable)."""
@@ -233,7 +242,7 @@ class ActiveRun:
             return await self._tool_round(message)
         if message.content and message.content.strip():
             self._failures.succeeded()
-            return Turn(kind="answer", text=message.content)
+            return _turn(kind="answer", text=message.content)
         return await self._unusable(tools, answer, dropped)
 
     async def respond(
@@ -257,7 +266,7 @@ class ActiveRun:
     ) -> tuple[Message, tuple[ToolCall, ...]]:
         """`respond`, and the calls dropped from a reply on a turn without tools."""
         self._steps += 1
-        self._sink.emit(StepStarted(step=self._steps, wrap_up=wrap_up, reason=reason))
+        self._sink.emit(_step_started(step=self._steps, wrap_up=wrap_up, reason=reason))
         if self._mailbox is not None and self._mailbox.has_mail:
             await self._read_mail(self._mailbox)
         response = await self._call_model(tools, answer)
@@ -375,7 +384,7 @@ class ActiveRun:
         if stop is None and verdict is not None and verdict.action == "stop":
             stop = Stop(reason="repeated_failure", detail=verdict.text)
         kind = "stopped" if stop else "tools"
-        return Turn(kind=kind, text=message.content, outcomes=outcomes, hint=hint, stop=stop)
+        return _turn(kind=kind, text=message.content, outcomes=outcomes, hint=hint, stop=stop)
 
     def _calls_left(self, wanted: int) -> int:
         limit = self._spec.limits.max_tool_calls
@@ -456,7 +465,7 @@ class ActiveRun:
             offered = self._handoffs.tools.offered(offered)
         # Without a window manager the whole conversation goes: no coroutine to await.
         sent = tuple(self._messages) if self.window is None else await self._fit(offered)
-        request = ModelRequest(
+        request = _model_request(
             messages=sent,
             tools=offered,
             settings=self._settings(native=answer and not offered),
@@ -464,7 +473,7 @@ class ActiveRun:
             observer=self._notice,
         )
         self._sink.emit(
-            ModelCalled(
+            _model_called(
                 step=self._steps,
                 model=self._model_name,
                 messages=len(request.messages),
@@ -487,12 +496,12 @@ class ActiveRun:
             self._counter.observe(request.messages, request.tools, response.usage.input_tokens)
         message = response.message
         self._sink.emit(
-            ModelResponded(
+            _model_responded(
                 step=self._steps,
                 finish_reason=response.finish_reason,
                 content=summarize(message.content),
                 usage=response.usage,
-                tool_calls=tuple([ToolCallRef(id=c.id, name=c.name) for c in message.tool_calls]),
+                tool_calls=tuple([_call_ref(id=c.id, name=c.name) for c in message.tool_calls]),
                 tool_calls_from_text=None
                 if response.tool_calls_from_text is None
                 else _from_text(response),

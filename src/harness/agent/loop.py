@@ -28,6 +28,7 @@ from harness.agent.spec import AgentSpec
 from harness.agent.stops import Stop, stopped_report, wrap_up_prompt
 from harness.agent.strategies import Answer, Outcome, make_strategy
 from harness.agent.tool_calls import ToolCallRunner
+from harness.core._frozen import builder
 from harness.core.clock import Clock, SystemClock
 from harness.core.events import (
     AgentMessage,
@@ -56,6 +57,13 @@ _Labels = tuple[str | None, tuple[str, str] | None]
 
 _CONTROL = (asyncio.CancelledError, RunInterrupted, StoreError)
 """The runtime's business (cancel, pause, a store that cannot take the step): they pass."""
+
+# What every run makes, built by its slots (`core._frozen.builder`).
+_run_started = builder(RunStarted)
+_tool_context = builder(ToolContext)
+_agent_message = builder(AgentMessage)
+_run_finished = builder(RunFinished)
+_run_result = builder(RunResult)
 
 
 class AgentLoop:
@@ -223,7 +231,7 @@ class AgentLoop:
         if self._switch is not None and run.handoffs is not None:
             tools += run.handoffs.tools.names
         self._emit(
-            RunStarted(
+            _run_started(
                 agent=self._spec.name,
                 model=self._model.name,
                 strategy=self._spec.strategy,
@@ -241,7 +249,7 @@ class AgentLoop:
 
     def _active_run(self, run_id: str, messages: list[Message], usage: Usage) -> ActiveRun:
         parking = RunParking(self._sink, self._slot)
-        context = ToolContext(
+        context = _tool_context(
             run_id=run_id,
             workspace=self._spec.workspace,
             results=self._results,
@@ -287,7 +295,7 @@ class AgentLoop:
         if self._checks.verifies:
             await self._sink.commit()  # a check runs commands: the answer is durable first
         answer = await self._checks.check(run, text)
-        run.emit(AgentMessage(step=run.steps, content=text, final=answer is not None))
+        run.emit(_agent_message(step=run.steps, content=text, final=answer is not None))
         if answer is None:
             await self._sink.checkpoint()
         return answer
@@ -331,7 +339,7 @@ class AgentLoop:
             )
             return
         self._emit(
-            RunFinished(
+            _run_finished(
                 output=result.output,
                 termination=result.termination,
                 complete=result.complete,
@@ -351,7 +359,7 @@ class AgentLoop:
         error: str | None = None,
         detail: str | None = None,
     ) -> RunResult:
-        return RunResult(
+        return _run_result(
             run_id=run.run_id,
             output=answer.text if answer else None,
             termination=reason,

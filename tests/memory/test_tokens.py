@@ -232,6 +232,7 @@ def test_a_tool_message_counts_its_call_id_without_remembering_it(call_id: str) 
 def test_short_ascii_texts_counted_in_one_pass_cost_what_the_patterns_say() -> None:
     rnd = random.Random(7)
     alphabet = "aZ09 _-.!\t\n\x1c\x00\x7f~{}" + "abcdefghijklmnopqrstuvwxyz0123456789" + "  "
+    alphabet += "\x0b\x0c\r\x1f@[`|/:"
     texts = [
         "",
         " ",

@@ -32,6 +32,9 @@ class _Sent(NamedTuple):
 _Observed = tuple[tuple[Message, ...], tuple[ToolDefinition, ...], int]
 """What `TokenCounter.observe` was given: the messages, the tools, the reported count."""
 
+_MAX_PENDING: Final = 4
+"""Observations a counter keeps before it learns from them unasked (each holds a request)."""
+
 _TOOLS_SEEN: dict[int, tuple[tuple[ToolDefinition, ...], float]] = {}
 """The estimate of recently seen tool definitions, by the identity of their tuple: a
 toolset hands every run the same tuple, and its schemas cost a `json.dumps` to estimate."""
@@ -51,9 +54,11 @@ class TokenCounter:
     message shows (chat templates, tool instructions), the part of the last reported count
     that the ratio does not explain (never below zero).
 
-    An observation is learned from when a count first needs it: a run's last one, which
-    nothing counts after, costs nothing (the same numbers as learning at once: it reads
-    only what was sent, and estimates are the same whenever they are made).
+    Observations are learned from, in order, when a count first needs them: the last ones
+    of a run, which nothing counts after, cost nothing, and a message's estimate needs only
+    the ratio, which a first observation does not move. The numbers are those of learning
+    at once: an observation reads only what was sent, and an estimate is the same whenever
+    it is made.
 
     Args:
         ratio: The starting ratio of real to estimated tokens.
@@ -94,8 +99,8 @@ class TokenCounter:
         self._cache_size = cache_size
         self._tools: tuple[tuple[ToolDefinition, ...], float] = ((), 0.0)
         self._sent: _Sent | None = None
-        self._pending: _Observed | None = None
-        """The last observation, not learned from yet."""
+        self._pending: list[_Observed] = []
+        """Observations not learned from yet, oldest first (at most `_MAX_PENDING`)."""
         self._samples = 0
 
     @property
@@ -107,7 +112,7 @@ class TokenCounter:
     @property
     def ratio(self) -> float:
         """Real tokens per estimated token, as learned so far."""
-        self._learn()
+        self._learn_ratio()
         return self._ratio
 
     @property
@@ -135,7 +140,7 @@ class TokenCounter:
 
     def message_tokens(self, message: Message) -> int:
         """Calibrated estimate of the tokens one message adds to a request."""
-        self._learn()
+        self._learn_ratio()
         return math.ceil(self._raw(message) * self._ratio)
 
     def counted(self, message: Message, reported: int = 0) -> Message:
@@ -150,7 +155,7 @@ class TokenCounter:
             return message
         if reported > 0:
             return message.with_tokens(reported, "reported")
-        self._learn()
+        self._learn_ratio()
         hit = self._cache.get(id(message))
         raw = hit[1] if hit is not None and hit[0] is message else estimate_message(message)
         counted = message.with_tokens(math.ceil(raw * self._ratio), "estimated")
@@ -160,7 +165,7 @@ class TokenCounter:
 
     def text_tokens(self, text: str | None) -> int:
         """Calibrated estimate of the tokens of a text."""
-        self._learn()
+        self._learn_ratio()
         return math.ceil(estimate_text(text) * self._ratio)
 
     def observe(
@@ -179,14 +184,21 @@ class TokenCounter:
         """
         if reported_input_tokens <= 0:
             return
-        self._learn()
-        self._pending = (tuple(sent), tuple(tools), reported_input_tokens)
+        if len(self._pending) >= _MAX_PENDING:
+            self._learn()
+        self._pending.append((tuple(sent), tuple(tools), reported_input_tokens))
 
     def _learn(self) -> None:
-        """Learn from the observation not learned from yet, if any."""
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            self._learn_from(*pending)
+        """Learn from the observations not learned from yet, in order."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            for observed in pending:
+                self._learn_from(*observed)
+
+    def _learn_ratio(self) -> None:
+        """Learn what may move the ratio: any observation but a counter's first alone."""
+        if self._pending and (self._sent is not None or len(self._pending) > 1):
+            self._learn()
 
     def _learn_from(
         self,

@@ -68,7 +68,7 @@ class AnswerChecks:
 
         A refusal adds a message to the conversation that tells the model why.
         """
-        answer = self._typed(run, text)
+        answer = self.typed(run, text)
         if answer is None or self._verifier is None:
             return answer
         return answer if await self._verify(run, self._verifier, text) else None
@@ -90,7 +90,11 @@ class AnswerChecks:
             "instructions say, filled in with what you found so far."
         )
 
-    def _typed(self, run: ActiveRun, text: str) -> Answer | None:
+    def typed(self, run: ActiveRun, text: str) -> Answer | None:
+        """The answer read as the output type, or `None` when a repair was asked for.
+
+        All of `check` for an agent without a verifier.
+        """
         if self._output is None:
             return _answer_of(text=text)
         found = self._output.extract(text)

@@ -269,7 +269,18 @@ class ActiveRun:
         self._sink.emit(_step_started(step=self._steps, wrap_up=wrap_up, reason=reason))
         if self._mailbox is not None and self._mailbox.has_mail:
             await self._read_mail(self._mailbox)
-        response = await self._call_model(tools, answer)
+        # The model call, written out here: a coroutine of its own cost more than its lines.
+        offered = self._offered(tools)
+        # Without a window manager the whole conversation goes: no coroutine to await.
+        sent = tuple(self._messages) if self.window is None else await self._fit(offered)
+        request = self._request(sent, offered, native=answer and not offered)
+        # Before the wait: a reply not yet durable commits now (what it cost is never lost),
+        # and a run someone watches live commits so they see the step start.
+        await self._sink.announce()
+        self._fell_back_to = None
+        started = self._clock.monotonic()
+        response = await (self._streamed(request) if self._stream else self._model.request(request))
+        response = self._received(request, _cleaned(response), started)
         message = response.message
         dropped = () if tools else message.tool_calls
         if dropped:
@@ -459,16 +470,21 @@ class ActiveRun:
         self.emit(HintInjected(step=self._steps, hint=verdict.text))
         return verdict.text
 
-    async def _call_model(self, tools: bool, answer: bool) -> ModelResponse:
+    def _offered(self, tools: bool) -> tuple[ToolDefinition, ...]:
+        """The tools a request offers: none, or the agent's (and its handoffs)."""
         offered = self._toolset.definitions() if tools else ()
         if tools and self._handoffs is not None:
             offered = self._handoffs.tools.offered(offered)
-        # Without a window manager the whole conversation goes: no coroutine to await.
-        sent = tuple(self._messages) if self.window is None else await self._fit(offered)
+        return offered
+
+    def _request(
+        self, sent: tuple[Message, ...], offered: tuple[ToolDefinition, ...], *, native: bool
+    ) -> ModelRequest:
+        """The request of this step, reported as `model_called`."""
         request = _model_request(
             messages=sent,
             tools=offered,
-            settings=self._settings(native=answer and not offered),
+            settings=self._settings(native=native),
             request_id=new_id("req"),
             observer=self._notice,
         )
@@ -482,13 +498,12 @@ class ActiveRun:
                 request_id=request.request_id,
             )
         )
-        # Before the wait: a reply not yet durable commits now (what it cost is never lost),
-        # and a run someone watches live commits so they see the step start.
-        await self._sink.announce()
-        self._fell_back_to = None
-        started = self._clock.monotonic()
-        response = await (self._streamed(request) if self._stream else self._model.request(request))
-        response = _cleaned(response)
+        return request
+
+    def _received(
+        self, request: ModelRequest, response: ModelResponse, started: float
+    ) -> ModelResponse:
+        """Count the response's usage, learn from it, and report it as `model_responded`."""
         self._consume(response.usage)
         if self.window is not None:
             self.window.observe(request.messages, request.tools, response.usage)
@@ -520,7 +535,7 @@ class ActiveRun:
         reported as `context_compacted` and committed at once (a summary was paid for, and
         a resumed run goes on from it), and its summary request counts in the usage.
         """
-        if self.window is None:  # `_call_model` does not come here then
+        if self.window is None:  # `_reply` does not come here then
             return tuple(self._messages)
         prepared = await self.window.prepare(self._messages, tools, summarizer=self._model)
         compaction = prepared.compaction

@@ -181,14 +181,17 @@ class AgentLoop:
         error_type, stop = None, None
         try:
             run.window = self._window(context)
-            await run.settle(not_started)
+            if history and history[-1].tool_calls:  # calls a resumed run left unanswered
+                await run.settle(not_started)
             strategy = make_strategy(self._spec.strategy, self._spec.strategy_options)
             try:
                 outcome = await strategy.run(run)
             except HandedOff as handoff:
                 run, outcome = await self._handed_over(run, handoff, labels)
-            stop = outcome if isinstance(outcome, Stop) else None
-            result = await self._conclude(run, outcome)
+            if isinstance(outcome, Answer):
+                stop, result = None, self._result(run, outcome, "final_answer")
+            else:
+                stop, result = outcome, await self._concluded(run, outcome)
         except _CONTROL:
             raise
         except Exception as exc:  # a run ends with an error; it never crashes its host
@@ -294,17 +297,18 @@ class AgentLoop:
         """
         if self._checks.verifies:
             await self._sink.commit()  # a check runs commands: the answer is durable first
-        answer = await self._checks.check(run, text)
+            answer = await self._checks.check(run, text)
+        else:
+            answer = self._checks.typed(run, text)
         run.emit(_agent_message(step=run.steps, content=text, final=answer is not None))
         if answer is None:
             await self._sink.checkpoint()
         return answer
 
-    async def _conclude(self, run: ActiveRun, outcome: Outcome) -> RunResult:
-        if isinstance(outcome, Answer):
-            return self._result(run, outcome, "final_answer")
-        report = self._checks.report(run, await self._wrap_up(run, outcome))
-        return self._result(run, report, outcome.reason, detail=outcome.detail)
+    async def _concluded(self, run: ActiveRun, stop: Stop) -> RunResult:
+        """The result of a run stopped before a final answer, with its closing report."""
+        report = self._checks.report(run, await self._wrap_up(run, stop))
+        return self._result(run, report, stop.reason, detail=stop.detail)
 
     async def _wrap_up(self, run: ActiveRun, stop: Stop) -> str:
         """One model turn without tools that asks for a report; its text is the output.

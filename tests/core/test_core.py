@@ -1,4 +1,5 @@
 import dataclasses
+import time
 
 import pytest
 
@@ -47,6 +48,27 @@ def test_ids_are_unique_and_sort_by_creation() -> None:
     assert len(set(ids)) == 2000
     assert all(i.startswith("run_") and len(i) == 30 for i in ids)
     assert ids[0][:14] <= ids[-1][:14]
+
+
+def _decoded(made: str) -> int:
+    """The 130-bit number an id's 26 characters write, ten bits a pair."""
+    digits = "0123456789abcdefghijklmnopqrstuv"
+    return int("".join(f"{digits.index(c):05b}" for c in made.partition("_")[2]), 2)
+
+
+def test_an_id_writes_its_milliseconds_then_80_random_bits() -> None:
+    made: list[tuple[int, str, int]] = []
+    for _ in range(3):  # the first characters are kept for 256 ms: made anew after
+        before = time.time_ns() // 1_000_000
+        made += [(before, new_id("call"), time.time_ns() // 1_000_000) for _ in range(500)]
+        time.sleep(0.26)
+    for before, made_id, after in made:
+        number = _decoded(made_id)
+        assert before <= number >> 82 <= after
+        assert number & 3 == 0
+    randoms = [_decoded(i) >> 2 & (2**80 - 1) for _, i, _ in made]
+    for bit in range(80):  # every random bit varies
+        assert 0 < sum(r >> bit & 1 for r in randoms) < len(randoms)
 
 
 def test_summaries_never_exceed_200_characters() -> None:

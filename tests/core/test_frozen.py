@@ -9,7 +9,7 @@ from dataclasses import InitVar, dataclass, field
 
 import pytest
 
-from harness.core._frozen import fast_init, set_class, twin
+from harness.core._frozen import builder, fast_init, set_class, twin
 from harness.core.events import ModelResponded, RunEvent, StepStarted, new_event
 from harness.core.messages import Message, ToolCall
 from harness.core.usage import Usage
@@ -172,3 +172,53 @@ def test_the_builders_of_messages_usage_and_events_build_frozen_equals() -> None
         assert fast == plain
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(fast, dataclasses.fields(fast)[0].name, None)
+
+
+def test_a_builder_takes_the_arguments_of_its_class_and_builds_the_same() -> None:
+    fast, plain, mixed = builder(_Fast), builder(_Plain), builder(_Mixed)
+    fast(a=0), mixed(0)  # the code of a builder is written at its first call
+    for build, cls in ((fast, _Fast), (mixed, _Mixed)):
+        built = inspect.signature(build).parameters.values()
+        called = inspect.signature(cls).parameters.values()
+        assert [(p.name, p.kind) for p in built] == [(p.name, p.kind) for p in called]
+    for kwargs in ({"a": 1}, {"a": 1, "b": "x", "c": [7]}):
+        for build, cls in ((fast, _Fast), (plain, _Plain)):
+            made = build(**kwargs)
+            assert type(made) is cls
+            assert dataclasses.astuple(made) == dataclasses.astuple(cls(**kwargs))
+    assert fast(a=1).c is not fast(a=1).c  # each gets its own factory's value
+    assert mixed(1) == _Mixed(1)
+    assert mixed(1, 5, z=6) == _Mixed(1, 5, z=6)
+    with pytest.raises(TypeError):
+        mixed(1, 2, 3)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        fast()  # type: ignore[call-arg]
+
+
+def test_what_a_builder_makes_is_frozen_checked_and_of_its_class() -> None:
+    build = builder(_Checked)
+    made = build(n=1)
+    assert type(made) is _Checked
+    assert made.seen == ["post"]
+    with pytest.raises(ValueError, match="negative"):
+        build(n=-1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.n = 2  # type: ignore[misc]
+    assert hash(builder(_Mixed)(1)) == hash(_Mixed(1))
+    assert pickle.loads(pickle.dumps(made)) == made
+    call = builder(StepStarted)(step=3, wrap_up=True, reason="max_steps")
+    assert call == StepStarted(step=3, wrap_up=True, reason="max_steps")
+
+
+def test_a_builder_refuses_what_it_cannot_build() -> None:
+    @dataclass(frozen=True, kw_only=True)
+    class NoSlots:
+        a: int
+
+    @dataclass(kw_only=True, slots=True)
+    class Mutable:
+        a: int
+
+    for cls in (Mutable, NoSlots):
+        with pytest.raises(TypeError):
+            builder(cls)

@@ -105,6 +105,47 @@ def test_calibration_converges_toward_reported_usage() -> None:
     assert counter.ratio == pytest.approx(1.3, rel=0.1)
 
 
+def _numbers(counter: TokenCounter, messages: list[Message]) -> tuple[object, ...]:
+    tool = Message.tool("call_9", "result " * 7, name="add")
+    return (
+        counter.ratio,
+        counter.offset,
+        counter.samples,
+        counter.count(messages, TOOLS),
+        counter.estimate(messages, TOOLS),
+        counter.counted(tool).tokens,
+        counter.text_tokens(PROSE),
+    )
+
+
+def test_an_observation_learned_when_first_needed_gives_the_numbers_of_one_learned_at_once() -> (
+    None
+):
+    rnd = random.Random(3)
+    eager, lazy = TokenCounter(), TokenCounter()
+    messages = [SYSTEM, TASK]
+    for step in range(60):
+        action = rnd.choice(["extend", "extend", "trim", "edit", "unreported", "tools"])
+        if action == "extend":
+            messages = [*messages, *turn(step, chars=50 + 23 * step % 400)]
+        elif action == "trim" and len(messages) > 4:  # a window that dropped old turns
+            messages = [messages[0], *messages[4:]]
+        elif action == "edit":  # a compaction: the same length, another message
+            messages = [*messages[:-1], Message.user(f"summary {step}")]
+        reported = 0 if action == "unreported" else reference_tokens(messages, TOOLS) * 11 // 10
+        tools = () if action == "tools" else TOOLS
+        for counter in (eager, lazy):
+            counter.observe(messages, tools, reported)
+        _numbers(eager, messages)  # reads every number: learns from each at once
+        tool = Message.tool(f"call_{step}", "a result " * step, name="add")
+        if rnd.random() < 0.5:  # a message's count needs the ratio only
+            assert lazy.counted(tool).tokens == eager.counted(tool).tokens
+        if rnd.random() < 0.2:  # reads now and then: learns from several in a row
+            assert repr(_numbers(lazy, messages)) == repr(_numbers(eager, messages))
+    assert repr(_numbers(lazy, messages)) == repr(_numbers(eager, messages))
+    assert eager.samples > 10
+
+
 def test_calibration_is_bounded_and_ignores_missing_reports() -> None:
     counter = TokenCounter(min_ratio=0.5, max_ratio=2.5)
     messages = [SYSTEM, TASK]
@@ -232,6 +273,7 @@ def test_a_tool_message_counts_its_call_id_without_remembering_it(call_id: str) 
 def test_short_ascii_texts_counted_in_one_pass_cost_what_the_patterns_say() -> None:
     rnd = random.Random(7)
     alphabet = "aZ09 _-.!\t\n\x1c\x00\x7f~{}" + "abcdefghijklmnopqrstuvwxyz0123456789" + "  "
+    alphabet += "\x0b\x0c\r\x1f@[`|/:"
     texts = [
         "",
         " ",

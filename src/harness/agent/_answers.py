@@ -27,10 +27,13 @@ from harness.agent.verify import (
     feedback_message,
     run_verifier,
 )
+from harness.core._frozen import builder
 from harness.core.events import CompletionChecked, summarize
 from harness.core.messages import Message
 
 __all__ = ["AnswerChecks"]
+
+_answer_of = builder(Answer)
 
 _MIN_CHECK_S: Final = 1.0
 """Seconds a verifier gets however little of the run's time is left."""
@@ -65,7 +68,7 @@ class AnswerChecks:
 
         A refusal adds a message to the conversation that tells the model why.
         """
-        answer = self._typed(run, text)
+        answer = self.typed(run, text)
         if answer is None or self._verifier is None:
             return answer
         return answer if await self._verify(run, self._verifier, text) else None
@@ -87,9 +90,13 @@ class AnswerChecks:
             "instructions say, filled in with what you found so far."
         )
 
-    def _typed(self, run: ActiveRun, text: str) -> Answer | None:
+    def typed(self, run: ActiveRun, text: str) -> Answer | None:
+        """The answer read as the output type, or `None` when a repair was asked for.
+
+        All of `check` for an agent without a verifier.
+        """
         if self._output is None:
-            return Answer(text=text)
+            return _answer_of(text=text)
         found = self._output.extract(text)
         repair = not found.ok and _repairs(run.messages) < MAX_REPAIRS
         _checked(run, self._output, found, repair=repair)

@@ -23,6 +23,7 @@ from harness.agent.stops import (
 )
 from harness.agent.strategies.base import Answer, Turn
 from harness.agent.tool_calls import ToolCallRunner
+from harness.core._frozen import builder
 from harness.core.clock import Clock
 from harness.core.events import (
     AgentMessage,
@@ -69,6 +70,14 @@ UNKNOWN_OUTCOME: Final = (
     "recorded, so whether it had any effect is unknown. Check its effect (for example, "
     "look at the files or state it would have changed) before calling it again."
 )
+
+# The objects of every step, built by their slots (`core._frozen.builder`).
+_step_started = builder(StepStarted)
+_model_request = builder(ModelRequest)
+_model_called = builder(ModelCalled)
+_model_responded = builder(ModelResponded)
+_call_ref = builder(ToolCallRef)
+_turn = builder(Turn)
 
 NO_USAGE: Final = Usage()
 """The usage of a run that has consumed nothing yet (shared: a `Usage` is immutable)."""
@@ -233,7 +242,7 @@ class ActiveRun:
             return await self._tool_round(message)
         if message.content and message.content.strip():
             self._failures.succeeded()
-            return Turn(kind="answer", text=message.content)
+            return _turn(kind="answer", text=message.content)
         return await self._unusable(tools, answer, dropped)
 
     async def respond(
@@ -257,10 +266,21 @@ class ActiveRun:
     ) -> tuple[Message, tuple[ToolCall, ...]]:
         """`respond`, and the calls dropped from a reply on a turn without tools."""
         self._steps += 1
-        self._sink.emit(StepStarted(step=self._steps, wrap_up=wrap_up, reason=reason))
+        self._sink.emit(_step_started(step=self._steps, wrap_up=wrap_up, reason=reason))
         if self._mailbox is not None and self._mailbox.has_mail:
             await self._read_mail(self._mailbox)
-        response = await self._call_model(tools, answer)
+        # The model call, written out here: a coroutine of its own cost more than its lines.
+        offered = self._offered(tools)
+        # Without a window manager the whole conversation goes: no coroutine to await.
+        sent = tuple(self._messages) if self.window is None else await self._fit(offered)
+        request = self._request(sent, offered, native=answer and not offered)
+        # Before the wait: a reply not yet durable commits now (what it cost is never lost),
+        # and a run someone watches live commits so they see the step start.
+        await self._sink.announce()
+        self._fell_back_to = None
+        started = self._clock.monotonic()
+        response = await (self._streamed(request) if self._stream else self._model.request(request))
+        response = self._received(request, _cleaned(response), started)
         message = response.message
         dropped = () if tools else message.tool_calls
         if dropped:
@@ -375,7 +395,7 @@ class ActiveRun:
         if stop is None and verdict is not None and verdict.action == "stop":
             stop = Stop(reason="repeated_failure", detail=verdict.text)
         kind = "stopped" if stop else "tools"
-        return Turn(kind=kind, text=message.content, outcomes=outcomes, hint=hint, stop=stop)
+        return _turn(kind=kind, text=message.content, outcomes=outcomes, hint=hint, stop=stop)
 
     def _calls_left(self, wanted: int) -> int:
         limit = self._spec.limits.max_tool_calls
@@ -450,21 +470,26 @@ class ActiveRun:
         self.emit(HintInjected(step=self._steps, hint=verdict.text))
         return verdict.text
 
-    async def _call_model(self, tools: bool, answer: bool) -> ModelResponse:
+    def _offered(self, tools: bool) -> tuple[ToolDefinition, ...]:
+        """The tools a request offers: none, or the agent's (and its handoffs)."""
         offered = self._toolset.definitions() if tools else ()
         if tools and self._handoffs is not None:
             offered = self._handoffs.tools.offered(offered)
-        # Without a window manager the whole conversation goes: no coroutine to await.
-        sent = tuple(self._messages) if self.window is None else await self._fit(offered)
-        request = ModelRequest(
+        return offered
+
+    def _request(
+        self, sent: tuple[Message, ...], offered: tuple[ToolDefinition, ...], *, native: bool
+    ) -> ModelRequest:
+        """The request of this step, reported as `model_called`."""
+        request = _model_request(
             messages=sent,
             tools=offered,
-            settings=self._settings(native=answer and not offered),
+            settings=self._settings(native=native),
             request_id=new_id("req"),
             observer=self._notice,
         )
         self._sink.emit(
-            ModelCalled(
+            _model_called(
                 step=self._steps,
                 model=self._model_name,
                 messages=len(request.messages),
@@ -473,13 +498,12 @@ class ActiveRun:
                 request_id=request.request_id,
             )
         )
-        # Before the wait: a reply not yet durable commits now (what it cost is never lost),
-        # and a run someone watches live commits so they see the step start.
-        await self._sink.announce()
-        self._fell_back_to = None
-        started = self._clock.monotonic()
-        response = await (self._streamed(request) if self._stream else self._model.request(request))
-        response = _cleaned(response)
+        return request
+
+    def _received(
+        self, request: ModelRequest, response: ModelResponse, started: float
+    ) -> ModelResponse:
+        """Count the response's usage, learn from it, and report it as `model_responded`."""
         self._consume(response.usage)
         if self.window is not None:
             self.window.observe(request.messages, request.tools, response.usage)
@@ -487,12 +511,12 @@ class ActiveRun:
             self._counter.observe(request.messages, request.tools, response.usage.input_tokens)
         message = response.message
         self._sink.emit(
-            ModelResponded(
+            _model_responded(
                 step=self._steps,
                 finish_reason=response.finish_reason,
                 content=summarize(message.content),
                 usage=response.usage,
-                tool_calls=tuple([ToolCallRef(id=c.id, name=c.name) for c in message.tool_calls]),
+                tool_calls=tuple([_call_ref(id=c.id, name=c.name) for c in message.tool_calls]),
                 tool_calls_from_text=None
                 if response.tool_calls_from_text is None
                 else _from_text(response),
@@ -511,7 +535,7 @@ class ActiveRun:
         reported as `context_compacted` and committed at once (a summary was paid for, and
         a resumed run goes on from it), and its summary request counts in the usage.
         """
-        if self.window is None:  # `_call_model` does not come here then
+        if self.window is None:  # `_reply` does not come here then
             return tuple(self._messages)
         prepared = await self.window.prepare(self._messages, tools, summarizer=self._model)
         compaction = prepared.compaction

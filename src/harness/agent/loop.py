@@ -28,6 +28,7 @@ from harness.agent.spec import AgentSpec
 from harness.agent.stops import Stop, stopped_report, wrap_up_prompt
 from harness.agent.strategies import Answer, Outcome, make_strategy
 from harness.agent.tool_calls import ToolCallRunner
+from harness.core._frozen import builder
 from harness.core.clock import Clock, SystemClock
 from harness.core.events import (
     AgentMessage,
@@ -56,6 +57,13 @@ _Labels = tuple[str | None, tuple[str, str] | None]
 
 _CONTROL = (asyncio.CancelledError, RunInterrupted, StoreError)
 """The runtime's business (cancel, pause, a store that cannot take the step): they pass."""
+
+# What every run makes, built by its slots (`core._frozen.builder`).
+_run_started = builder(RunStarted)
+_tool_context = builder(ToolContext)
+_agent_message = builder(AgentMessage)
+_run_finished = builder(RunFinished)
+_run_result = builder(RunResult)
 
 
 class AgentLoop:
@@ -173,14 +181,17 @@ class AgentLoop:
         error_type, stop = None, None
         try:
             run.window = self._window(context)
-            await run.settle(not_started)
+            if history and history[-1].tool_calls:  # calls a resumed run left unanswered
+                await run.settle(not_started)
             strategy = make_strategy(self._spec.strategy, self._spec.strategy_options)
             try:
                 outcome = await strategy.run(run)
             except HandedOff as handoff:
                 run, outcome = await self._handed_over(run, handoff, labels)
-            stop = outcome if isinstance(outcome, Stop) else None
-            result = await self._conclude(run, outcome)
+            if isinstance(outcome, Answer):
+                stop, result = None, self._result(run, outcome, "final_answer")
+            else:
+                stop, result = outcome, await self._concluded(run, outcome)
         except _CONTROL:
             raise
         except Exception as exc:  # a run ends with an error; it never crashes its host
@@ -223,7 +234,7 @@ class AgentLoop:
         if self._switch is not None and run.handoffs is not None:
             tools += run.handoffs.tools.names
         self._emit(
-            RunStarted(
+            _run_started(
                 agent=self._spec.name,
                 model=self._model.name,
                 strategy=self._spec.strategy,
@@ -241,7 +252,7 @@ class AgentLoop:
 
     def _active_run(self, run_id: str, messages: list[Message], usage: Usage) -> ActiveRun:
         parking = RunParking(self._sink, self._slot)
-        context = ToolContext(
+        context = _tool_context(
             run_id=run_id,
             workspace=self._spec.workspace,
             results=self._results,
@@ -286,17 +297,18 @@ class AgentLoop:
         """
         if self._checks.verifies:
             await self._sink.commit()  # a check runs commands: the answer is durable first
-        answer = await self._checks.check(run, text)
-        run.emit(AgentMessage(step=run.steps, content=text, final=answer is not None))
+            answer = await self._checks.check(run, text)
+        else:
+            answer = self._checks.typed(run, text)
+        run.emit(_agent_message(step=run.steps, content=text, final=answer is not None))
         if answer is None:
             await self._sink.checkpoint()
         return answer
 
-    async def _conclude(self, run: ActiveRun, outcome: Outcome) -> RunResult:
-        if isinstance(outcome, Answer):
-            return self._result(run, outcome, "final_answer")
-        report = self._checks.report(run, await self._wrap_up(run, outcome))
-        return self._result(run, report, outcome.reason, detail=outcome.detail)
+    async def _concluded(self, run: ActiveRun, stop: Stop) -> RunResult:
+        """The result of a run stopped before a final answer, with its closing report."""
+        report = self._checks.report(run, await self._wrap_up(run, stop))
+        return self._result(run, report, stop.reason, detail=stop.detail)
 
     async def _wrap_up(self, run: ActiveRun, stop: Stop) -> str:
         """One model turn without tools that asks for a report; its text is the output.
@@ -331,7 +343,7 @@ class AgentLoop:
             )
             return
         self._emit(
-            RunFinished(
+            _run_finished(
                 output=result.output,
                 termination=result.termination,
                 complete=result.complete,
@@ -351,7 +363,7 @@ class AgentLoop:
         error: str | None = None,
         detail: str | None = None,
     ) -> RunResult:
-        return RunResult(
+        return _run_result(
             run_id=run.run_id,
             output=answer.text if answer else None,
             termination=reason,

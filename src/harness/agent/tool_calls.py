@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from harness.agent._parking import RunParking
-from harness.core._frozen import fast_init
+from harness.core._frozen import builder, fast_init
 from harness.core.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -96,7 +96,7 @@ class ToolCallRunner:
             self._parking.step = step
         for call in calls:
             self._sink.emit(
-                ToolStarted(
+                _tool_started(
                     step=step, call_id=call.id, tool=call.name, arguments=summarize(call.arguments)
                 )
             )
@@ -120,7 +120,7 @@ class ToolCallRunner:
         outcomes = await self._run_all(calls, verdicts, invalid, limits)
         for outcome, verdict in zip(outcomes, verdicts, strict=True):
             self._sink.emit(
-                ToolCompleted(
+                _tool_completed(
                     step=step,
                     call_id=outcome.call.id,
                     tool=outcome.call.name,
@@ -169,7 +169,7 @@ class ToolCallRunner:
 
     async def _verdict(self, step: int, call: ToolCall, policy: PolicyDecision) -> _Verdict:
         if policy.decision == "auto":
-            return _Verdict(policy=policy, decision=_BY_POLICY)
+            return _verdict(policy=policy, decision=_BY_POLICY)
         if policy.decision == "deny":
             reason = policy.reason or "the approval policy does not allow this call"
             denied = ApprovalDecision(approved=False, by="policy", reason=reason)
@@ -216,7 +216,7 @@ class ToolCallRunner:
             return
         call, meta = outcome.call, outcome.metadata
         self._audit.record(
-            AuditRecord(
+            _audit_record(
                 run_id=self._context.run_id,
                 call_id=call.id,
                 tool=call.name,
@@ -238,6 +238,11 @@ class ToolCallRunner:
             )
         )
 
+
+_verdict = builder(_Verdict)
+_tool_started = builder(ToolStarted)
+_tool_completed = builder(ToolCompleted)
+_audit_record = builder(AuditRecord)
 
 _BY_POLICY = ApprovalDecision(approved=True, by="policy")
 """The decision on a call the policy lets run on its own."""

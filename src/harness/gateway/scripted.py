@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Final, TypeAlias
 
+from harness.core._frozen import builder
 from harness.core.ids import new_id
 from harness.core.messages import Message, ToolCall
 from harness.core.usage import Usage
@@ -35,6 +36,10 @@ ReplyFunction: TypeAlias = Callable[[ModelRequest], Reply | Awaitable[Reply]]
 
 _REPLIES: Final = (ModelResponse, Message, str)
 
+_response = builder(ModelResponse)
+_usage = builder(Usage)
+_tool_call = builder(ToolCall)
+
 
 def estimate_tokens(text: str | None) -> int:
     """A rough token count (4 characters a token) for models that report none."""
@@ -46,7 +51,7 @@ def call(
 ) -> ToolCall:
     """A tool call for a script; dict arguments are encoded as JSON."""
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
-    return ToolCall(id=id or new_id("call"), name=name, arguments=raw)
+    return _tool_call(id=id or new_id("call"), name=name, arguments=raw)
 
 
 def reply(text: str | None = None, *calls: ToolCall, reasoning: str | None = None) -> Message:
@@ -62,10 +67,10 @@ def _as_response(value: Reply, request: ModelRequest, model: str) -> ModelRespon
     output = (len(content) + 3) // 4 if content else 0  # `estimate_tokens`, written out
     for tool_call in message.tool_calls:
         output += (len(tool_call.arguments) + 3) // 4 if tool_call.arguments else 0
-    return ModelResponse(
+    return _response(
         message=message,
         finish_reason="tool_calls" if message.tool_calls else "stop",
-        usage=Usage(input_tokens=_prompt_tokens(request), output_tokens=output, requests=1),
+        usage=_usage(input_tokens=_prompt_tokens(request), output_tokens=output, requests=1),
         model=model,
         request_id=request.request_id,
     )

@@ -47,9 +47,9 @@ _SAMPLE_CHARS: Final = 4096
 _CACHED_CHARS: Final = 4096
 """Texts up to this long have their estimate remembered (see `_estimate_cached`)."""
 _SCANNED_CHARS: Final = 64
-"""ASCII texts up to this long are counted in one pass of Python (`_scan`), not by six
-regular expressions: call ids, tool names, short replies (about 40 % fewer instructions
-for a 31-character call id, and still fewer at 128 characters)."""
+"""ASCII texts up to this long are counted from their runs (`_scan`), not by six regular
+expressions: call ids, tool names, short replies (23,600 instructions for a 31-character
+call id, against 58,000 by the patterns and 44,000 by a loop over its characters)."""
 
 MESSAGE_OVERHEAD: Final = 4.0
 """Role markers and separators around each message."""
@@ -154,56 +154,58 @@ def _runs(runs: re.Pattern[str], long: re.Pattern[str] | None, text: str, per: f
     return len(runs.findall(text)) - len(longer) + sum(map(len, longer)) / per
 
 
-_LETTER, _DIGIT, _BLANK, _SYMBOL, _OTHER = range(5)
+def _runs_table(*spans: tuple[int, int, str]) -> bytes:
+    """A `bytes.translate` table that marks the codes from each `first` to `last`.
+
+    Every other byte becomes a space, so that `split()` gives the runs of the marked ones.
+    """
+    table = bytearray(b" " * 256)
+    for first, last, mark in spans:
+        table[first : last + 1] = mark.encode() * (last - first + 1)
+    return bytes(table)
 
 
-def _kind(char: str) -> int:
-    if char.isalpha():
-        return _LETTER
-    if char.isdigit():
-        return _DIGIT
-    if char.isspace():
-        return _BLANK
-    return _SYMBOL if _SYMBOLS.fullmatch(char) else _OTHER
-
-
-_KINDS: Final = {chr(code): _kind(chr(code)) for code in range(128)}
-"""What each ASCII character is to `_estimate_pieces`."""
+_LETTER_RUNS: Final = _runs_table((0x41, 0x5A, "a"), (0x61, 0x7A, "a"))
+_DIGIT_RUNS: Final = _runs_table((0x30, 0x39, "0"))
+_SYMBOL_RUNS: Final = _runs_table(
+    (0x21, 0x2F, "."), (0x3A, 0x40, "."), (0x5B, 0x60, "."), (0x7B, 0x7E, ".")
+)
+"""The ASCII characters of `_SYMBOLS`: punctuation."""
+_BLANK_RUNS: Final = _runs_table((0x09, 0x0D, "t"), (0x1C, 0x1F, "t"), (0x20, 0x20, "s"))
+"""ASCII whitespace (as `str.isspace` says): a space is `s`, any other `t`."""
+_SPACE_DIGITS: Final = _runs_table(
+    (0x30, 0x39, "0"), (0x20, 0x20, " "), (0, 0x1F, "x"), (0x21, 0x2F, "x"), (0x3A, 0xFF, "x")
+)
+"""Digits become `0`, a space stays, the rest is `x`: `count(b" 0")`, spaces before digits."""
 
 
 def _scan(text: str) -> float:
-    """`_estimate_pieces` of an ASCII text, counted in one pass over its characters.
+    """`_estimate_pieces` of an ASCII text, from its runs of each kind of character.
 
-    The runs of letters, digits, whitespace and punctuation give the same counts as the
-    patterns, added in the same order: the same float (tests/memory/test_tokens.py
+    Each kind's runs come from one `bytes.translate` and `split` (C speed); the counts are
+    added in the order of the patterns: the same float (tests/memory/test_tokens.py
     compares them on random texts).
     """
-    words = long_words = long_letters = digits = space_digits = 0
-    blanks = blank_chars = symbols = 0
-    kind, run, first, previous = _OTHER, 0, "", ""
-    kinds = _KINDS
-    for char in text + "\x00":  # a last character of no kind ends the last run
-        new = kinds[char]
-        if new == kind:
-            run += 1
-            previous = char
-            continue
-        if kind == _LETTER:
-            words += 1
-            if run >= 6:
-                long_words += 1
-                long_letters += run
-        elif kind == _DIGIT:
-            digits += (run + 2) // 3
-        elif kind == _SYMBOL:
-            symbols += (run + 1) // 2
-        elif kind == _BLANK and (run > 1 or first != " "):
+    raw = text.encode()
+    words = raw.translate(_LETTER_RUNS).split()
+    long_words = long_letters = 0
+    for word in words:
+        if len(word) >= 6:
+            long_words += 1
+            long_letters += len(word)
+    digits = 0
+    for run in raw.translate(_DIGIT_RUNS).split():
+        digits += (len(run) + 2) // 3
+    symbols = 0
+    for run in raw.translate(_SYMBOL_RUNS).split():
+        symbols += (len(run) + 1) // 2
+    blanks = blank_chars = 0
+    for run in raw.translate(_BLANK_RUNS).split():
+        if run != b"s":  # a lone space costs nothing
             blanks += 1
-            blank_chars += run
-        if new == _DIGIT and previous == " ":
-            space_digits += 1
-        kind, run, first, previous = new, 1, char, char
-    latin = words - long_words + long_letters / 5.5
+            blank_chars += len(run)
+    space_digits = raw.translate(_SPACE_DIGITS).count(b" 0")
+    latin = len(words) - long_words + long_letters / 5.5
     return latin + digits + space_digits + (blanks + (blank_chars - blanks) / 8.0) + symbols
 
 

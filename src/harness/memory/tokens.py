@@ -29,6 +29,12 @@ class _Sent(NamedTuple):
     extends them adds its new messages to it, to the same float)."""
 
 
+_Observed = tuple[tuple[Message, ...], tuple[ToolDefinition, ...], int]
+"""What `TokenCounter.observe` was given: the messages, the tools, the reported count."""
+
+_MAX_PENDING: Final = 4
+"""Observations a counter keeps before it learns from them unasked (each holds a request)."""
+
 _TOOLS_SEEN: dict[int, tuple[tuple[ToolDefinition, ...], float]] = {}
 """The estimate of recently seen tool definitions, by the identity of their tuple: a
 toolset hands every run the same tuple, and its schemas cost a `json.dumps` to estimate."""
@@ -48,6 +54,12 @@ class TokenCounter:
     message shows (chat templates, tool instructions), the part of the last reported count
     that the ratio does not explain (never below zero).
 
+    Observations are learned from, in order, when a count first needs them: the last ones
+    of a run, which nothing counts after, cost nothing, and a message's estimate needs only
+    the ratio, which a first observation does not move. The numbers are those of learning
+    at once: an observation reads only what was sent, and an estimate is the same whenever
+    it is made.
+
     Args:
         ratio: The starting ratio of real to estimated tokens.
         min_ratio: The lowest ratio calibration may reach.
@@ -61,10 +73,11 @@ class TokenCounter:
         "_max",
         "_min",
         "_offset",
+        "_pending",
         "_ratio",
+        "_samples",
         "_sent",
         "_tools",
-        "samples",
     )
 
     def __init__(
@@ -86,17 +99,26 @@ class TokenCounter:
         self._cache_size = cache_size
         self._tools: tuple[tuple[ToolDefinition, ...], float] = ((), 0.0)
         self._sent: _Sent | None = None
-        self.samples = 0
+        self._pending: list[_Observed] = []
+        """Observations not learned from yet, oldest first (at most `_MAX_PENDING`)."""
+        self._samples = 0
+
+    @property
+    def samples(self) -> int:
         """How many observations calibrated the ratio."""
+        self._learn()
+        return self._samples
 
     @property
     def ratio(self) -> float:
         """Real tokens per estimated token, as learned so far."""
+        self._learn_ratio()
         return self._ratio
 
     @property
     def offset(self) -> int:
         """Tokens the server adds to every request beyond the estimate, as learned so far."""
+        self._learn()
         return math.ceil(self._offset)
 
     def count(self, messages: Sequence[Message], tools: Sequence[ToolDefinition] = ()) -> int:
@@ -104,6 +126,7 @@ class TokenCounter:
 
         Uses the last reported count when the request extends what was sent then.
         """
+        self._learn()
         sent = self._sent
         if sent is not None and self._extends(sent, messages, tools):
             rest = sum(self._raw(m) for m in messages[len(sent.messages) :])
@@ -112,10 +135,12 @@ class TokenCounter:
 
     def estimate(self, messages: Sequence[Message], tools: Sequence[ToolDefinition] = ()) -> int:
         """Calibrated estimate of a request's tokens, ignoring any reported count."""
+        self._learn()
         return math.ceil(self._raw_request(messages, tools) * self._ratio + self._offset)
 
     def message_tokens(self, message: Message) -> int:
         """Calibrated estimate of the tokens one message adds to a request."""
+        self._learn_ratio()
         return math.ceil(self._raw(message) * self._ratio)
 
     def counted(self, message: Message, reported: int = 0) -> Message:
@@ -130,6 +155,7 @@ class TokenCounter:
             return message
         if reported > 0:
             return message.with_tokens(reported, "reported")
+        self._learn_ratio()
         hit = self._cache.get(id(message))
         raw = hit[1] if hit is not None and hit[0] is message else estimate_message(message)
         counted = message.with_tokens(math.ceil(raw * self._ratio), "estimated")
@@ -139,6 +165,7 @@ class TokenCounter:
 
     def text_tokens(self, text: str | None) -> int:
         """Calibrated estimate of the tokens of a text."""
+        self._learn_ratio()
         return math.ceil(estimate_text(text) * self._ratio)
 
     def observe(
@@ -157,6 +184,28 @@ class TokenCounter:
         """
         if reported_input_tokens <= 0:
             return
+        if len(self._pending) >= _MAX_PENDING:
+            self._learn()
+        self._pending.append((tuple(sent), tuple(tools), reported_input_tokens))
+
+    def _learn(self) -> None:
+        """Learn from the observations not learned from yet, in order."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            for observed in pending:
+                self._learn_from(*observed)
+
+    def _learn_ratio(self) -> None:
+        """Learn what may move the ratio: any observation but a counter's first alone."""
+        if self._pending and (self._sent is not None or len(self._pending) > 1):
+            self._learn()
+
+    def _learn_from(
+        self,
+        sent: tuple[Message, ...],
+        tools: tuple[ToolDefinition, ...],
+        reported_input_tokens: int,
+    ) -> None:
         previous = self._sent
         if previous is not None and self._extends(previous, sent, tools):
             raws = [self._raw(m) for m in sent[len(previous.messages) :]]
@@ -168,12 +217,7 @@ class TokenCounter:
             raw_messages = sum(self._raw(m) for m in sent)
         raw = REQUEST_OVERHEAD + self._raw_tools(tools) + raw_messages
         self._offset = max(0.0, reported_input_tokens - raw * self._ratio)
-        self._sent = _Sent(
-            messages=tuple(sent),
-            tools=tuple(tools),
-            reported=reported_input_tokens,
-            raw_messages=raw_messages,
-        )
+        self._sent = _Sent(sent, tools, reported_input_tokens, raw_messages)
 
     def _calibrate(self, real: int, raw: float) -> None:
         if real <= 0 or raw < 1:
@@ -181,7 +225,7 @@ class TokenCounter:
         sample = min(self._max, max(self._min, real / raw))
         weight = min(0.5, raw / (raw + 200))
         self._ratio += weight * (sample - self._ratio)
-        self.samples += 1
+        self._samples += 1
 
     @staticmethod
     def _extends(sent: _Sent, messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> bool:

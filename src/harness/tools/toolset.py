@@ -19,7 +19,7 @@ from collections.abc import (
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
-from harness.core._frozen import fast_init
+from harness.core._frozen import builder, fast_init
 from harness.core.bounds import json_bound_problem
 from harness.core.clock import Clock, SystemClock
 from harness.core.messages import MALFORMED_TOOL_CALL, Message, ToolCall, ToolDefinition
@@ -316,7 +316,7 @@ class Toolset:
             note = _feedback.more_available(call.id, len(text))
             shown = truncate(text, max(1, limit - len(note) - 1))[0] + "\n" + note
         elapsed = 0.0 if started is None else self._clock.monotonic() - started
-        return ToolOutcome(
+        return _tool_outcome(
             call=call,
             message=Message.tool(call.id, shown, name=call.name),
             status=status,
@@ -370,6 +370,8 @@ def _finite(text: str) -> float:
         raise ValueError(f"the number {text[:40]} is too large")
     return number
 
+
+_tool_outcome = builder(ToolOutcome)
 
 _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite)
 """Strict JSON: no NaN or Infinity, and no number too large for a float."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.core import Message, Usage
 from harness.core.events import RunSubmitted, StepStarted
 from harness.store import Decision, NewEvent, NewRun, RunUpdate, StepWrite, open_store
+from harness.store._leases import claim_sql
 from harness.store._schema import LATEST_VERSION, MIGRATIONS
 
 from .conftest import START
@@ -160,11 +161,7 @@ async def test_reads_by_state_task_type_and_experiment_use_the_remaining_indexes
             path,
             [
                 ("SELECT count(*) FROM runs WHERE state IN (?, ?)", ("PENDING", "RUNNING")),
-                (
-                    "SELECT run_id FROM runs WHERE state IN (?) AND owner IS NULL "
-                    "ORDER BY priority DESC, created_at, run_id LIMIT 5",
-                    ("PENDING",),
-                ),
+                (claim_sql(["PENDING"], None), ("w1", 0.0, 5)),
                 ("SELECT run_id FROM runs WHERE task_type = ?", ("triage",)),
                 ("SELECT run_id FROM runs WHERE experiment = ?", ("ab",)),
             ],

@@ -302,6 +302,17 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "CREATE INDEX controls_unconsumed ON controls (run_id) WHERE consumed_at IS NULL",
         ),
     ),
+    Migration(
+        version=16,
+        description="runs_claim_order holds the queued (PENDING) runs only: a run created "
+        "running, and every run once it started, costs no entry there, and a change of "
+        "state no rewrite of one; other reads by state use runs_listing_by_state",
+        statements=(
+            "DROP INDEX runs_claim_order",
+            "CREATE INDEX runs_claim_order ON runs (state, priority DESC, created_at, run_id) "
+            "WHERE state = 'PENDING'",
+        ),
+    ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""
 

@@ -1035,7 +1035,6 @@ class Harness:
             self.bus.publish(event)
 
 
-
 class _EndWatch:
     """Sets the event of a run someone waits for when the run's end is published.
 

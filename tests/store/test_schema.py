@@ -6,9 +6,12 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from harness.core import Message, Usage
 from harness.core.events import RunSubmitted, StepStarted
 from harness.store import Decision, NewEvent, NewRun, RunUpdate, StepWrite, open_store
+from harness.store._leases import claim_sql
 from harness.store._schema import LATEST_VERSION, MIGRATIONS
 
 from .conftest import START
@@ -160,11 +163,7 @@ async def test_reads_by_state_task_type_and_experiment_use_the_remaining_indexes
             path,
             [
                 ("SELECT count(*) FROM runs WHERE state IN (?, ?)", ("PENDING", "RUNNING")),
-                (
-                    "SELECT run_id FROM runs WHERE state IN (?) AND owner IS NULL "
-                    "ORDER BY priority DESC, created_at, run_id LIMIT 5",
-                    ("PENDING",),
-                ),
+                (claim_sql(["PENDING"], None), ("w1", 0.0, 5)),
                 ("SELECT run_id FROM runs WHERE task_type = ?", ("triage",)),
                 ("SELECT run_id FROM runs WHERE experiment = ?", ("ab",)),
             ],
@@ -175,3 +174,73 @@ async def test_reads_by_state_task_type_and_experiment_use_the_remaining_indexes
         assert "runs_by_task_type" in found[2], found
         assert "runs_by_experiment" in found[3], found
         assert "TEMP B-TREE" not in found[1], found  # claims read in order, no sort
+
+
+async def test_the_claim_order_index_holds_the_queued_runs_only_and_serves_every_claim(
+    tmp_path: Path,
+) -> None:
+    old = tmp_path / "old.db"  # migrated from schema 1, as a new file is created
+    sqlite3.connect(old).executescript((FIXTURES / "store_v1.sql").read_text(encoding="utf-8"))
+    for path in (tmp_path / "new.db", old):
+        async with await open_store(path) as store:
+            await store.create_run(NewRun(run_id="run_q", agent="ops"))
+            await store.create_run(
+                NewRun(run_id="run_r", agent="ops", state="RUNNING", owner="w0", lease_s=5)
+            )
+            claimed = await store.claim("w1", lease_s=5, states=["PENDING"])
+            assert [r.run_id for r in claimed] == ["run_q"]
+        conn = sqlite3.connect(path)
+        try:
+            index = conn.execute(
+                "SELECT sql FROM sqlite_schema WHERE name = 'runs_claim_order'"
+            ).fetchone()[0]
+            # a partial index cannot serve a query that may want other rows
+            with pytest.raises(sqlite3.OperationalError, match="no query solution"):
+                conn.execute("SELECT run_id FROM runs INDEXED BY runs_claim_order").fetchall()
+        finally:
+            conn.close()
+        assert index.endswith("WHERE state = 'PENDING'"), index
+        unfinished = ["PENDING", "RUNNING", "WAITING_TOOL"]
+        found = plans(
+            path,
+            [
+                (claim_sql(["PENDING"], None), ("w1", 0.0, 5)),
+                (claim_sql(["PENDING"], 2), ("w1", 0.0, "run_a", "run_b", 5)),
+                (claim_sql(unfinished, 2), ("w1", 0.0, "run_a", "run_b", 5)),
+                ("SELECT count(*) FROM runs WHERE state IN (?)", ("PENDING",)),
+                (
+                    "SELECT MIN(lease_expires_at) FROM runs WHERE state IN (?, ?, ?) "
+                    "AND owner <> ? AND lease_expires_at > ?",
+                    (*unfinished, "w1", 0.0),
+                ),
+            ],
+        )
+        assert "runs_claim_order" in found[0], found
+        assert "TEMP B-TREE" not in found[0], found  # the queue is read in order, no sort
+        assert all("USING" in plan and "SCAN runs" not in plan for plan in found), found
+
+
+async def test_audit_records_keep_their_ids_and_order_without_autoincrement(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "harness.db"
+    sqlite3.connect(path).executescript((FIXTURES / "store_v1.sql").read_text(encoding="utf-8"))
+    async with await open_store(path) as store:
+        await store.record_audit("run_v1", {"call_id": "c2", "tool": "ls", "approved": False})
+        assert await store.audit("run_v1") == [
+            {"call_id": "c1", "tool": "bash", "approved": True},
+            {"call_id": "c2", "tool": "ls", "approved": False},
+        ]
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT id FROM audit ORDER BY id").fetchall() == [(1,), (2,)]
+        schema = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'audit'").fetchone()[0]
+        sequences = conn.execute("SELECT name FROM sqlite_sequence").fetchall()
+        audit_plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT body FROM audit WHERE run_id = ? ORDER BY id", ("r",)
+        ).fetchall()
+    finally:
+        conn.close()
+    assert "AUTOINCREMENT" not in schema
+    assert ("audit",) not in sequences  # an audit record no longer writes sqlite_sequence
+    assert "audit_by_run" in audit_plan[0][3]

@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import getpass
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -190,7 +190,7 @@ class Harness:
             env = os.environ.get("HARNESS_STORE")
             target = self._store_target or env or self.settings.store
             self._store = await _open_store(target, self.settings.home)
-        self.bus.subscribe(self._note_finished)
+        self.bus.subscribe(_EndWatch(self._finished))
         if self.metrics is not None:
             self._keep_metrics(self.metrics)
         if self._traces is not None:
@@ -1034,12 +1034,29 @@ class Harness:
         for event in events:
             self.bus.publish(event)
 
-    def _note_finished(self, event: RunEvent) -> None:
-        # Called for every event: nothing to do unless someone polls for a run's end.
+
+class _EndWatch:
+    """Sets the event of a run someone waits for when the run's end is published.
+
+    A `BatchSubscriber`: a committed step's events come in one call, and with no one
+    waiting (the common case) that call returns at once, not once per event.
+    """
+
+    __slots__ = ("_finished",)
+
+    def __init__(self, finished: dict[str, asyncio.Event]) -> None:
+        self._finished = finished
+
+    def __call__(self, event: RunEvent) -> None:
         if self._finished and isinstance(event.payload, RunFinished | RunFailed | RunCancelled):
             finished = self._finished.get(event.run_id)
             if finished is not None:
                 finished.set()
+
+    def batch(self, events: Sequence[RunEvent]) -> None:
+        if self._finished:
+            for event in events:
+                self(event)
 
 
 def _source_run(origin: Firing | None) -> str | None:

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, Final
 
-from harness.core.states import RunState
+from harness.core.states import RUN_STATES, RunState
 from harness.store._notices import notify
 from harness.store._rows import CONTROL_COLUMNS, RUN_COLUMNS, control_from_row, run_from_row, wrap
 from harness.store._sql import Db, Dialect, Row, marks
 from harness.store.errors import StoreConflict
 from harness.store.protocol import Control, ControlKind, RunRecord
 
-__all__ = ["claim", "release", "renew", "send_control", "start", "take_controls"]
+__all__ = ["claim", "claim_sql", "release", "renew", "send_control", "start", "take_controls"]
 
 _OWNER: Final = RUN_COLUMNS.split(", ").index("owner")
 """Where `owner` is in a row of `RUN_COLUMNS`; `lease_expires_at` follows it."""
@@ -40,16 +40,8 @@ def claim(
     """
     if not states or (run_ids is not None and not run_ids) or limit <= 0:
         return []
-    sql = (
-        f"SELECT {RUN_COLUMNS} FROM runs WHERE state IN ({marks(len(states))}) "
-        "AND (owner IS NULL OR owner = ? OR lease_expires_at <= ?)"
-    )
-    params: list[object] = [*(str(state) for state in states), owner, now]
-    if run_ids is not None:
-        sql += f" AND run_id IN ({marks(len(run_ids))})"
-        params.extend(run_ids)
-    sql += " ORDER BY priority DESC, created_at, run_id LIMIT ?" + d.skip_locked
-    rows = db.query(sql, (*params, limit))
+    sql = claim_sql(states, None if run_ids is None else len(run_ids)) + d.skip_locked
+    rows = db.query(sql, (owner, now, *(run_ids or ()), limit))
     if not rows:
         return []
     lease = now + lease_s
@@ -58,6 +50,35 @@ def claim(
         (owner, lease, *(row[0] for row in rows)),
     )
     return [_leased(row, owner, lease) for row in rows]
+
+
+def claim_sql(states: Collection[str], ids: int | None) -> str:
+    """The SELECT of `claim` (before the dialect's `skip_locked`).
+
+    Its parameters: owner, now, `ids` run ids (when not `None`), limit.
+    """
+    sql = (
+        f"SELECT {RUN_COLUMNS} FROM runs WHERE {_in_states(states)} "
+        "AND (owner IS NULL OR owner = ? OR lease_expires_at <= ?)"
+    )
+    if ids is not None:
+        sql += f" AND run_id IN ({marks(ids)})"
+    return sql + " ORDER BY priority DESC, created_at, run_id LIMIT ?"
+
+
+def _in_states(states: Collection[str]) -> str:
+    """`state = 'PENDING'` or `state IN (…)`, the states written out.
+
+    As literals, and one state with `=`, so that the planners of SQLite and PostgreSQL
+    (a generic plan too) see that the claim of queued runs reads `runs_claim_order`,
+    which holds the PENDING runs only. Only names of `RUN_STATES` are written, never
+    text from outside: a state that is none of them matches no run, here as before.
+    """
+    names = sorted(str(state) for state in set(states) if state in RUN_STATES)
+    if len(names) == 1:
+        return f"state = '{names[0]}'"
+    quoted = ", ".join(f"'{name}'" for name in names)
+    return f"state IN ({quoted})" if names else "1 = 0"
 
 
 def _leased(row: Row, owner: str, lease: float) -> RunRecord:

@@ -207,6 +207,7 @@ class LoopWriter:
         lock_wait_s: float = 5.0,
     ) -> None:
         self._driver = driver
+        self._begin = driver.dialect.begin
         self._db = db
         self._times = times
         self._max_batch = max(1, max_batch)
@@ -353,7 +354,7 @@ class LoopWriter:
     def _transaction(self, ops: list[Op], *, isolate: bool) -> list[_Outcome]:
         db = self._db
         try:
-            db.execute(self._driver.dialect.begin)
+            db.execute(self._begin)
         except Exception as exc:
             if self._driver.locked(exc):
                 raise _Locked(exc) from exc
@@ -387,12 +388,16 @@ class LoopWriter:
     def _run_shared(self, ops: list[Op]) -> list[_Outcome]:
         """`_run` with every op in one `Batch`, whose rows go out before the COMMIT.
 
-        Written out rather than through `_run` with a closure per call: this runs for every
-        transaction.
+        A transaction of one write needs no `Batch`: there are no other writes' rows to
+        send with its own. Written out rather than through `_run` with a closure per call:
+        this runs for every transaction.
         """
-        shared, outcomes, last = Batch(self._db), list[_Outcome](), len(ops) - 1
-        started = time.thread_time() if last else 0.0
+        outcomes, last = list[_Outcome](), len(ops) - 1
         try:
+            if not last:  # one write (a run alone): its rows go out as it makes them
+                outcomes.append((ops[0](self._db), None))
+                return outcomes
+            shared, started = Batch(self._db), time.thread_time()
             for n, op in enumerate(ops):
                 outcomes.append((op(shared), None))
                 if n < last and time.thread_time() - started > _LIMIT_S:
@@ -401,7 +406,7 @@ class LoopWriter:
         except Exception as exc:  # one write failed: the whole batch is undone
             if self._driver.locked(exc):
                 raise _Locked(exc) from exc
-            if not shared.usable():
+            if not self._db.usable():
                 raise
             raise WriteFailed(exc) from exc
         return outcomes

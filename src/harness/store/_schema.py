@@ -161,6 +161,19 @@ _PG_FEED = (
     "CREATE INDEX events_feed ON events (feed_tx, feed_pos)",
 )
 
+_SQLITE_AUDIT_REBUILD = (
+    # SQLite alters no column's key: the table is copied into one made anew. An
+    # INTEGER PRIMARY KEY without AUTOINCREMENT numbers a new row one past the largest
+    # id, as AUTOINCREMENT does when no row is ever deleted; it spares every insert a
+    # read and a write of sqlite_sequence (one more page in the commit).
+    "CREATE TABLE audit_next (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, "
+    "ts DOUBLE PRECISION NOT NULL, body TEXT NOT NULL)",
+    "INSERT INTO audit_next (id, run_id, ts, body) SELECT id, run_id, ts, body FROM audit",
+    "DROP TABLE audit",
+    "ALTER TABLE audit_next RENAME TO audit",
+    "CREATE INDEX audit_by_run ON audit (run_id, id)",
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         version=1,
@@ -301,6 +314,25 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         statements=(
             "CREATE INDEX controls_unconsumed ON controls (run_id) WHERE consumed_at IS NULL",
         ),
+    ),
+    Migration(
+        version=16,
+        description="runs_claim_order holds the queued (PENDING) runs only: a run created "
+        "running, and every run once it started, costs no entry there, and a change of "
+        "state no rewrite of one; other reads by state use runs_listing_by_state",
+        statements=(
+            "DROP INDEX runs_claim_order",
+            "CREATE INDEX runs_claim_order ON runs (state, priority DESC, created_at, run_id) "
+            "WHERE state = 'PENDING'",
+        ),
+    ),
+    Migration(
+        version=17,
+        description="SQLite: audit ids without AUTOINCREMENT, so that a step with a tool call "
+        "no longer rewrites sqlite_sequence (nothing is ever deleted from audit: the ids "
+        "are the same)",
+        statements=(),
+        dialects={"sqlite": _SQLITE_AUDIT_REBUILD},
     ),
 )
 """Every migration, oldest first. Add new ones at the end; never change a released one."""

@@ -68,6 +68,8 @@ class SqlStore:
         readers: int = 2,
     ) -> None:
         self._driver = driver
+        self._dialect = driver.dialect
+        """The driver's dialect, read once: each write names it."""
         self._clock: Clock = clock or SystemClock()
         self._max_batch = max_batch
         self._reader_count = readers
@@ -88,7 +90,7 @@ class SqlStore:
         try:
             self._writer = await self._start_writer()
             self._readers = Readers(self._driver, size=self._reader_count)
-            await self._write(lambda db: _schema.migrate(db, self._driver.dialect, now))
+            await self._write(lambda db: _schema.migrate(db, self._dialect, now))
             self._listening = await asyncio.to_thread(
                 self._driver.listen, self._post, list(CHANNELS.values())
             )
@@ -123,7 +125,7 @@ class SqlStore:
         self, run: NewRun, *, events: Sequence[NewEvent] = (), messages: Sequence[Message] = ()
     ) -> list[RunEvent]:
         """Create a run with its first events and messages; see `EventStore.create_run`."""
-        d, now = self._driver.dialect, self._clock.now()
+        d, now = self._dialect, self._clock.now()
         events, messages = tuple(events), tuple(messages)
         encoded = _writes.encode_step(run.run_id, events, messages, now)
         return await self._write(
@@ -132,7 +134,7 @@ class SqlStore:
 
     async def append(self, step: StepWrite) -> list[RunEvent]:
         """Commit one step; see `EventStore.append`."""
-        d, now, step = self._driver.dialect, self._clock.now(), _writes.snapshot(step)
+        d, now, step = self._dialect, self._clock.now(), _writes.snapshot(step)
         encoded = _writes.encode_step(step.run_id, step.events, step.messages, now)
         if step.key is not None:  # it reads the keys written so far: no other write in between
             return await self._write(Alone(lambda db: _writes.append(db, d, step, now, encoded)))
@@ -151,7 +153,7 @@ class SqlStore:
         step = StepWrite(run_id=run_id, events=tuple(events), update=update)
         step = _writes.with_state(step, to_state)
         now, states = self._clock.now(), frozenset(map(str, from_states))
-        d, encoded = self._driver.dialect, _writes.encode_step(run_id, step.events, (), now)
+        d, encoded = self._dialect, _writes.encode_step(run_id, step.events, (), now)
         return await self._write(
             lambda db: _writes.transition(db, d, run_id, states, step, now, encoded)
         )
@@ -261,7 +263,7 @@ class SqlStore:
         limit: int = 100,
     ) -> list[RunRecord]:
         """Lease free or expired runs to `owner`; see `EventStore.claim`."""
-        d, now = self._driver.dialect, self._clock.now()
+        d, now = self._dialect, self._clock.now()
         ids = None if run_ids is None else tuple(run_ids)
         wanted = tuple(str(s) for s in states)
         return await self._write(
@@ -301,7 +303,7 @@ class SqlStore:
         self, run_id: str, kind: ControlKind, payload: Mapping[str, Any] | None = None
     ) -> int:
         """Queue a request for the run's owner; returns its id."""
-        d, now, body = self._driver.dialect, self._clock.now(), dict(payload or {})
+        d, now, body = self._dialect, self._clock.now(), dict(payload or {})
         return await self._write(lambda db: _leases.send_control(db, d, run_id, kind, body, now))
 
     async def take_controls(
@@ -317,7 +319,7 @@ class SqlStore:
 
     async def decide(self, decision: Decision) -> Decision | None:
         """Record a decision unless the call has one; see `EventStore.decide`."""
-        d, now = self._driver.dialect, self._clock.now()
+        d, now = self._dialect, self._clock.now()
         return await self._write(lambda db: _decisions.decide(db, d, decision, now))
 
     async def decisions(self, run_id: str) -> list[Decision]:
@@ -326,7 +328,7 @@ class SqlStore:
 
     async def post_message(self, mail: NewMail) -> int:
         """Put a message in a run's inbox and tell its owner; see `EventStore.post_message`."""
-        d, now = self._driver.dialect, self._clock.now()
+        d, now = self._dialect, self._clock.now()
         # It reads the key and the run's state, then writes: no other write in between.
         return await self._write(Alone(lambda db: _inbox.post(db, d, mail, now)))
 
@@ -359,14 +361,14 @@ class SqlStore:
 
     async def feed_end(self) -> FeedPosition:
         """The position after every event committed so far."""
-        d = self._driver.dialect
+        d = self._dialect
         return await self._read(lambda db: _feed.end(db, d))
 
     async def read_feed(
         self, after: FeedPosition, *, types: Collection[EventType], limit: int = 500
     ) -> FeedPage:
         """Events of `types` after `after`, in commit order; see `EventStore.read_feed`."""
-        d, kinds = self._driver.dialect, tuple(sorted(str(t) for t in types))
+        d, kinds = self._dialect, tuple(sorted(str(t) for t in types))
         return await self._read(lambda db: _feed.read(db, d, after, kinds, limit))
 
     async def feed_cursors(self, names: Collection[str] | None = None) -> dict[str, FeedPosition]:

@@ -191,16 +191,22 @@ class _Checkpointer:
 
 
 class _SQLiteDb:
-    """A `sqlite3` connection as a `Db`."""
+    """A `sqlite3` connection as a `Db`.
+
+    Every statement runs on one cursor, made once: `Connection.execute` makes (and
+    registers, and later drops) a cursor per statement, a dozen per durable run. Running
+    the next statement resets the one before, so none is left in progress at COMMIT.
+    """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+        self._cursor = conn.cursor()
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> None:
-        self._conn.execute(sql, params)
+        self._cursor.execute(sql, params)
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
-        return self._conn.execute(sql, params).fetchall()
+        return self._cursor.execute(sql, params).fetchall()
 
     def usable(self) -> bool:
         return True

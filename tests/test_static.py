@@ -6,13 +6,11 @@ by tests/conftest.py), so that they run beside the rest of the suite; each test 
 its program and fails with its output. A test collected alone starts its program itself.
 """
 
-import atexit
 import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import IO
+
+from background_process import Background
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -24,7 +22,7 @@ CHECKS: dict[str, tuple[str, ...]] = {
 }
 """The command line of each test's check."""
 
-_running: dict[str, tuple[subprocess.Popen[bytes], IO[bytes]]] = {}
+_running: dict[str, Background] = {}
 
 
 def tool(name: str) -> str:
@@ -37,36 +35,13 @@ def start_in_background(test: str) -> None:
     if test not in CHECKS or test in _running:
         return
     program, *args = CHECKS[test]
-    if not _running:
-        atexit.register(_stop_all)  # a session that ends early leaves none of them behind
-    output = tempfile.TemporaryFile()  # a file, not a pipe: the program never blocks on it
-    proc = subprocess.Popen(
-        [tool(program), *args], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT
-    )
-    _running[test] = (proc, output)
-
-
-def _stop_all() -> None:
-    for proc, output in _running.values():
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        output.close()
+    _running[test] = Background([tool(program), *args], ROOT)
 
 
 def check(test: str) -> None:
     """Wait for the check of `test` (starting it if it is not running) and pass or fail."""
     start_in_background(test)
-    proc, output = _running.pop(test)
-    with output:
-        try:
-            returncode = proc.wait(timeout=600)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        output.seek(0)
-        text = output.read().decode(errors="replace")
+    returncode, text = _running.pop(test).wait()
     assert returncode == 0, text[-8000:]
 
 

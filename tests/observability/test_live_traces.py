@@ -9,7 +9,8 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from harness.core.events import ContextCompacted, ModelCalled, payloads
-from harness.observability import TraceContext
+from harness.observability import SpanExport, TraceContext
+from harness.observability.spans import SpanRecord
 
 from .conftest import TASK, scripted_run, tree
 
@@ -207,22 +208,26 @@ async def test_runs_left_out_by_the_sampler_export_nothing(
     assert record.trace_parent.endswith("-00")  # stored: a takeover keeps the decision
 
 
+class Keep(SpanExport):
+    """A span export that keeps the records it is handed."""
+
+    def __init__(self) -> None:
+        self.records: list[SpanRecord] = []
+
+    def export_records(self, context: TraceContext, run_id: str, records: object) -> None:
+        self.records += records  # type: ignore[operator]
+
+
+async def unknown(run_id: str) -> None:
+    """A run's stored trace context: none (the tests begin each run themselves)."""
+    return None
+
+
 @pytest.mark.parametrize("cuts", [(1, 2, 5), (3, 4, 9, 10), tuple(range(1, 40))])
 async def test_events_taken_a_step_at_a_time_make_the_spans_they_make_one_at_a_time(
     tmp_path: Path, cuts: tuple[int, ...]
 ) -> None:
-    from harness.observability import LiveTraces, SpanExport
-    from harness.observability.spans import SpanRecord
-
-    class Keep(SpanExport):
-        def __init__(self) -> None:
-            self.records: list[SpanRecord] = []
-
-        def export_records(self, context: TraceContext, run_id: str, records: object) -> None:
-            self.records += records  # type: ignore[operator]
-
-    async def unknown(run_id: str) -> None:
-        return None
+    from harness.observability import LiveTraces
 
     _, events, _ = await scripted_run(tmp_path)
     context = TraceContext.new()
@@ -245,19 +250,8 @@ async def test_published_event_by_event_through_the_bus_the_trace_loses_no_rare_
     """The bus hands LiveTraces only the classes it reads (`event_types`): a compaction,
     a retry, a fallback and a tool error still shape the spans, exactly as fed directly."""
     from harness.core.events import ModelDelta, RunEvent
-    from harness.observability import LiveTraces, SpanExport
-    from harness.observability.spans import SpanRecord
+    from harness.observability import LiveTraces
     from harness.runtime import EventBus
-
-    class Keep(SpanExport):
-        def __init__(self) -> None:
-            self.records: list[SpanRecord] = []
-
-        def export_records(self, context: TraceContext, run_id: str, records: object) -> None:
-            self.records += records  # type: ignore[operator]
-
-    async def unknown(run_id: str) -> None:
-        return None
 
     _, events, _ = await scripted_run(tmp_path)
     run_id, context = events[0].run_id, TraceContext.new()

@@ -10,21 +10,19 @@ explicitly with HARNESS_ALLOW_NO_NODE=1; those tests then skip with the same rea
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 from mcp_test_support import FLAKY_SERVER, NPM_SCOPE, SERVERS, descendants, installed, wait_for_exit
 
+from background_process import Background
 from harness.tools.mcp import MCPServerConfig
 
 
@@ -49,7 +47,7 @@ def need(program: str) -> str:
     pytest.fail(f"{reason}. Set HARNESS_ALLOW_NO_NODE=1 to skip these tests instead.")
 
 
-_npm_ci: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
+_npm_ci: list[Background] = []
 """The `npm ci` started in the background, with the file that takes its output."""
 
 
@@ -62,19 +60,8 @@ def _start_npm_ci(npm: str) -> None:
     """Start `npm ci` from the lock file once, when a server is missing."""
     if _npm_ci or not _missing_servers():
         return
-    output = tempfile.TemporaryFile()  # a file, not a pipe: npm never blocks on it
     command = [npm, "ci", "--no-audit", "--no-fund"]
-    proc = subprocess.Popen(command, cwd=SERVERS, stdout=output, stderr=subprocess.STDOUT)
-    _npm_ci.append((proc, output))
-    atexit.register(_stop_npm_ci)  # a session that ends early leaves no npm behind
-
-
-def _stop_npm_ci() -> None:
-    for proc, output in _npm_ci:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        output.close()
+    _npm_ci.append(Background(command, SERVERS))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -94,15 +81,7 @@ def npm_servers() -> Path:
     npm, _ = need("npm"), need("node")
     _start_npm_ci(npm)
     if _npm_ci:
-        proc, output = _npm_ci[0]
-        try:
-            returncode = proc.wait(timeout=600)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        output.seek(0)
-        text = output.read().decode(errors="replace")
+        returncode, text = _npm_ci[0].wait()
         assert returncode == 0, f"npm ci failed:\n{text[-4000:]}"
     return NPM_SCOPE
 

@@ -150,12 +150,17 @@ def plans(path: Path, statements: list[tuple[str, tuple[object, ...]]]) -> list[
         conn.close()
 
 
+def new_and_migrated(tmp_path: Path) -> tuple[Path, Path]:
+    """A database file to be made anew, and one of schema 1 to be migrated when opened."""
+    old = tmp_path / "old.db"
+    sqlite3.connect(old).executescript((FIXTURES / "store_v1.sql").read_text(encoding="utf-8"))
+    return tmp_path / "new.db", old
+
+
 async def test_reads_by_state_task_type_and_experiment_use_the_remaining_indexes(
     tmp_path: Path,
 ) -> None:
-    old = tmp_path / "old.db"  # migrated from schema 1, as a new file is created
-    sqlite3.connect(old).executescript((FIXTURES / "store_v1.sql").read_text(encoding="utf-8"))
-    for path in (tmp_path / "new.db", old):
+    for path in new_and_migrated(tmp_path):
         async with await open_store(path) as store:
             await store.create_run(NewRun(run_id="run_t", agent="ops", task_type="triage"))
             assert [r.run_id for r in await store.list_runs(task_type="triage")] == ["run_t"]
@@ -179,9 +184,7 @@ async def test_reads_by_state_task_type_and_experiment_use_the_remaining_indexes
 async def test_the_claim_order_index_holds_the_queued_runs_only_and_serves_every_claim(
     tmp_path: Path,
 ) -> None:
-    old = tmp_path / "old.db"  # migrated from schema 1, as a new file is created
-    sqlite3.connect(old).executescript((FIXTURES / "store_v1.sql").read_text(encoding="utf-8"))
-    for path in (tmp_path / "new.db", old):
+    for path in new_and_migrated(tmp_path):
         async with await open_store(path) as store:
             await store.create_run(NewRun(run_id="run_q", agent="ops"))
             await store.create_run(

@@ -27,7 +27,7 @@ import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from harness.core.events import (
     ApprovalDecided,
@@ -178,37 +178,37 @@ def _span_id(seq: int) -> str:
     return ids[seq]
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _kept(cache: dict[_K, _V], key: _K, value: _V) -> _V:
+    """`value`, kept in `cache` under `key` (a full cache is emptied first)."""
+    if len(cache) >= _CACHE:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def _chat(label: str) -> tuple[str, str, str]:
     """The chat span's name, the model's source and name, for model `label` (kept)."""
-    if len(_CHATS) >= _CACHE:
-        _CHATS.clear()
     source, model = split_model(label)
-    found = _CHATS[label] = (f"chat {model}", source, model)
-    return found
+    return _kept(_CHATS, label, (f"chat {model}", source, model))
 
 
 def _agent(agent: str) -> str:
     """The name of the run span of agent `agent` (kept)."""
-    if len(_AGENTS) >= _CACHE:
-        _AGENTS.clear()
-    name = _AGENTS[agent] = f"invoke_agent {agent}"
-    return name
+    return _kept(_AGENTS, agent, f"invoke_agent {agent}")
 
 
 def _step(step: int) -> tuple[str, dict[str, AttributeValue]]:
     """The name and attributes of the span of step `step` (kept)."""
-    if len(_STEPS) >= _CACHE:
-        _STEPS.clear()
-    found = _STEPS[step] = (f"step {step}", {"harness.step": step})
-    return found
+    return _kept(_STEPS, step, (f"step {step}", {"harness.step": step}))
 
 
 def _tool(tool: str) -> str:
     """The name of a span of tool `tool` (kept)."""
-    if len(_TOOLS) >= _CACHE:
-        _TOOLS.clear()
-    name = _TOOLS[tool] = f"execute_tool {tool}"
-    return name
+    return _kept(_TOOLS, tool, f"execute_tool {tool}")
 
 
 def span_data(record: SpanRecord) -> SpanData:

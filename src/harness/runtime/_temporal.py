@@ -565,7 +565,7 @@ class TemporalBackend:
 
 async def _connect(options: TemporalOptions) -> RunClient:
     try:
-        from harness.distributed.temporal.client import RunClient, TLSFiles, connect
+        from harness.distributed.temporal.client import RunClient, connect
     except ImportError as exc:
         raise ConfigError(
             f'[runtime] backend = "temporal" needs the Temporal SDK ({exc}): '
@@ -574,7 +574,7 @@ async def _connect(options: TemporalOptions) -> RunClient:
     client = await connect(
         options.address,
         namespace=options.namespace,
-        tls=_tls(options, TLSFiles),
+        tls=_tls(options),
         api_key=options.api_key,
     )
     return RunClient(
@@ -585,7 +585,7 @@ async def _connect(options: TemporalOptions) -> RunClient:
     )
 
 
-def _tls(options: TemporalOptions, files: type[TLSFiles]) -> bool | TLSFiles:
+def _tls(options: TemporalOptions) -> bool | TLSFiles:
     """`options`' TLS: off, on with the system's roots, or with the files it names (read now).
 
     Raises:
@@ -602,4 +602,6 @@ def _tls(options: TemporalOptions, files: type[TLSFiles]) -> bool | TLSFiles:
         except OSError as exc:
             raise ConfigError(f"[runtime] {key}: cannot read {path}: {exc.strerror}") from None
     ca, cert, key = read
-    return files(ca=ca, cert=cert, key=key, domain=options.tls_domain)
+    from harness.distributed.temporal.client import TLSFiles
+
+    return TLSFiles(ca=ca, cert=cert, key=key, domain=options.tls_domain)

@@ -346,13 +346,16 @@ async def subscribers(reps: int = 7, runs: int = 2000) -> None:
     one call to a subscriber that takes batches (and one event at a time to one that
     does not, or from an older bus).
 
-    The trace subscriber drops the spans (`traces`) or hands them to a `ProcessExport`
-    whose child prints to nowhere (`traces + pipe`: the frames and their writes
-    included, not the child). CPU time, the least of `reps` repetitions of `runs` runs.
+    The trace subscriber builds the spans here and drops them (`traces`, as `LiveTraces`
+    does for an in-process export), or sends the events to a `ProcessExport` whose child
+    builds the spans and prints them to nowhere (`traces + pipe`, as a Harness exporting
+    over OTLP: the lines and their writes included, not the child). CPU time, the least of
+    `reps` repetitions of `runs` runs.
     """
     from harness import Harness
     from harness.observability import LiveTraces, SpanExport
     from harness.observability.export_process import ProcessExport
+    from harness.observability.forward import ForwardedTraces
     from harness.observability.metrics import MetricsSubscriber
     from harness.runtime import Settings
 
@@ -376,12 +379,11 @@ async def subscribers(reps: int = 7, runs: int = 2000) -> None:
         best = float("inf")
         for rep in range(reps):
             ids = [f"run_{rep}_{i}" for i in range(runs)]
-            batches = [
-                [[dataclasses.replace(e, run_id=i) for e in step] for step in seen.steps]
-                for i in ids
-            ]
-            export = ProcessExport("console") if name == "traces + pipe" else Drop()
-            traces = LiveTraces(export, nothing)
+            batches = [[[_relabel(e, i) for e in step] for step in seen.steps] for i in ids]
+            if name == "traces + pipe":
+                traces: Any = ForwardedTraces(ProcessExport("console"), nothing)
+            else:
+                traces = LiveTraces(Drop(), nothing)
             subscriber = MetricsSubscriber() if name == "metrics" else traces
             started = time.process_time()
             for run_id, steps in zip(ids, batches, strict=True):
@@ -396,11 +398,17 @@ async def subscribers(reps: int = 7, runs: int = 2000) -> None:
         )
 
 
+def _relabel(event: Any, run_id: str) -> Any:
+    """`event` as if of run `run_id`: its stored JSON too, as the store would have written it."""
+    stored = event.stored and event.stored.replace(f'"{event.run_id}"', f'"{run_id}"', 1)
+    return dataclasses.replace(event, run_id=run_id, stored=stored)
+
+
 async def replay(variant: str, runs: int) -> None:
     """Feed a real run's publications `runs` times to `variant`'s subscribers (`--replay`)."""
     from harness import Harness
-    from harness.observability import LiveTraces
     from harness.observability.export_process import ProcessExport
+    from harness.observability.forward import ForwardedTraces
     from harness.observability.metrics import MetricsSubscriber
     from harness.runtime import Settings
 
@@ -410,7 +418,7 @@ async def replay(variant: str, runs: int) -> None:
             h.bus.subscribe(seen)
             await h.run(_agent(0.0), TASK)
     ids = [f"run_{i}" for i in range(runs)]
-    batches = [[[dataclasses.replace(e, run_id=i) for e in s] for s in seen.steps] for i in ids]
+    batches = [[[_relabel(e, i) for e in s] for s in seen.steps] for i in ids]
 
     async def nothing(run_id: str) -> None:
         return None
@@ -418,7 +426,7 @@ async def replay(variant: str, runs: int) -> None:
     if variant not in ("none", *VARIANTS[1:]):
         raise SystemExit(f"--replay: none, metrics, traces or both, not {variant!r}")
     traced = variant in ("traces", "both")
-    traces = LiveTraces(ProcessExport("console"), nothing) if traced else None
+    traces = ForwardedTraces(ProcessExport("console"), nothing) if traced else None
     subscribers: list[Any] = [traces] if traces is not None else []
     if variant in ("metrics", "both"):
         subscribers.append(MetricsSubscriber())

@@ -4,6 +4,7 @@ and the run span is exported once, with its stored id, by whoever sees the run e
 
 import asyncio
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from opentelemetry.trace import StatusCode
 
 from harness import Agent, Harness, tool
 from harness.observability import TraceContext, child_span_id
+from harness.observability.forward import ForwardedTraces
 from harness.observability.otel import OtelExport
 from harness.runtime import Settings
 from harness.runtime.harness import stored_context
@@ -128,6 +130,123 @@ async def test_a_run_taken_over_after_a_sigkill_is_one_trace(
     assert [e.name for e in run.events] == ["run_recovered"]
     assert any(s.name == "approval deploy" for s in after)
     assert any(s.name == "execute_tool deploy" for s in after)
+
+
+async def test_a_run_paused_and_resumed_is_one_trace_when_the_child_builds_the_spans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both Harnesses send their events to an export process that builds the spans: the
+    second is told the stored context and fed the events before the resume, unexported."""
+    agent = Agent(name="counter", model=FunctionModel(_counting, latency_s=0.2), tools=[add])  # type: ignore[arg-type]
+    with OTLPHTTPReceiver() as receiver:
+        monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        async with Harness(Settings(home=tmp_path)) as h:
+            assert isinstance(h._traces, ForwardedTraces)  # pyright: ignore[reportPrivateUsage]
+            run_id = await h.submit(agent, "count to 3")
+            await asyncio.sleep(0.1)
+            await h.pause(run_id)
+            await _until(h, run_id, "PAUSED")
+            stored = (await h.get(run_id)).trace_parent
+        before = len(receiver.spans.items)  # the first Harness's child exported and exited
+        async with Harness(Settings(home=tmp_path), agents=(agent,)) as h:
+            await h.resume(run_id)
+            result = await h.wait(run_id, timeout=30)
+            events = await h.store.events(run_id)
+        spans = receiver.spans.wait_for("invoke_agent counter")
+    assert result.output == "3"
+    assert stored is not None
+    context = TraceContext.parse(stored)
+    assert 0 < before < len(spans)
+    assert {s.trace_id for s in spans} == {context.trace_id}
+    (run,) = [s for s in spans if s.name == "invoke_agent counter"]  # exported once
+    assert spans.index(run) >= before
+    assert run.span_id == context.span_id
+    (pause,) = [s for s in spans if s.name == "pause"]
+    assert pause.parent_span_id == run.span_id
+    assert run.start_ns == int(events[0].ts * 1e9)  # from run_submitted, before the pause
+    assert len({s.span_id for s in spans}) == len(spans)  # none exported twice
+    ids = {s.span_id for s in spans}
+    assert all(s.parent_span_id in ids for s in spans if s is not run)
+
+
+async def test_a_run_not_sampled_is_not_sent_to_the_child_before_or_after_a_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored decision holds in the Harness that resumes it: nothing is exported."""
+    agent = Agent(name="counter", model=FunctionModel(_counting, latency_s=0.2), tools=[add])  # type: ignore[arg-type]
+    with OTLPHTTPReceiver() as receiver:
+        monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+        async with Harness(Settings(home=tmp_path)) as h:
+            run_id = await h.submit(agent, "count to 3")
+            await asyncio.sleep(0.1)
+            await h.pause(run_id)
+            await _until(h, run_id, "PAUSED")
+        monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_on")  # new runs only: not this one
+        async with Harness(Settings(home=tmp_path), agents=(agent,)) as h:
+            traces = h._traces  # pyright: ignore[reportPrivateUsage]
+            assert isinstance(traces, ForwardedTraces)
+            await h.resume(run_id)
+            assert (await h.wait(run_id, timeout=30)).output == "3"
+            sampled = await h.run(agent, "count again", timeout=30)
+            kept = (await h.get(sampled.run_id)).trace_parent
+        spans = receiver.spans.wait_for("invoke_agent counter")
+        time.sleep(0.2)  # anything else the children had went with it
+        spans = list(receiver.spans.items)
+    assert kept is not None
+    assert {s.trace_id for s in spans} == {TraceContext.parse(kept).trace_id}  # its spans only
+    (run,) = [s for s in spans if s.name == "invoke_agent counter"]
+    assert run.attributes["gen_ai.conversation.id"] == sampled.run_id
+    assert traces.export.dropped == 0
+
+
+async def test_a_run_taken_over_is_one_trace_when_the_child_builds_the_spans(
+    tmp_path: Path, store_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with OTLPHTTPReceiver() as receiver:
+        monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+        with OwnerProcess(tmp_path, store_target, "deployer", "deploy 1") as owner:
+            run_id = owner.run_id
+            assert run_id is not None
+            receiver.spans.wait_for("chat function")  # step 1's reply, exported
+            owner.kill()  # while the deploy waits for approval: step 1 never ended there
+        shipped = len(receiver.spans.items)
+        async with Harness(
+            Settings(home=tmp_path), store=store_target, agents=(deployer(),), lease_s=1.0
+        ) as second:
+            assert isinstance(second._traces, ForwardedTraces)  # pyright: ignore[reportPrivateUsage]
+            await _until(second, run_id, "WAITING_TOOL")
+            await _approve_when_asked(second, run_id)
+            result = await second.wait(run_id, timeout=30)
+            stored = (await second.get(run_id)).trace_parent
+        spans = receiver.spans.wait_for("invoke_agent deployer")
+    assert result.output == "shipped 1"
+    assert stored is not None
+    context = TraceContext.parse(stored)
+    after = spans[shipped:]
+    assert [s.name for s in spans[:shipped]] == ["chat function"]  # the rest was still open
+    assert {s.trace_id for s in spans} == {context.trace_id}
+    assert [(s.name, s.status_code) for s in after] == [  # 2: STATUS_CODE_ERROR
+        ("approval deploy", 2),  # the old owner's, ended as lost with it
+        ("execute_tool deploy", 2),
+        ("step 1", 2),
+        ("approval deploy", 0),  # asked again by the new owner
+        ("execute_tool deploy", 0),
+        ("chat function", 0),  # step 2's: step 1's was exported before the kill, once
+        ("step 2", 0),
+        ("invoke_agent deployer", 0),
+    ]
+    step_1 = child_span_id(run_id, "s3")
+    (lost,) = [s for s in after if s.span_id == step_1]  # ended here, as lost with the old owner
+    assert lost.name == "step 1"
+    assert lost.attributes["error.type"] == "harness.owner_lost"
+    (run,) = [s for s in after if s.name == "invoke_agent deployer"]
+    assert run.span_id == context.span_id
+    assert run.events == ["run_recovered"]
 
 
 async def _approve_when_asked(h: Harness, run_id: str) -> None:

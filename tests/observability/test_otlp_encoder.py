@@ -2,6 +2,7 @@
 request the SDK's encoder makes from `ReadableSpan`s, and what a real receiver decodes
 carries every GenAI attribute of the run."""
 
+import json
 import os
 import subprocess
 import sys
@@ -179,32 +180,70 @@ async def test_the_receiver_decodes_every_attribute_of_a_scripted_run(
     _genai(spans, result.run_id)
 
 
-def test_frames_written_in_odd_pieces_reach_the_receiver_whole() -> None:
-    """The child cuts frames out of whatever its pipe holds; a cut-off last frame is ignored."""
-    from harness.observability.export_process import _frame  # pyright: ignore[reportPrivateUsage]
+def _line(data: Any) -> bytes:
+    return json.dumps(data).encode() + b"\n"
 
+
+def test_lines_written_in_odd_pieces_reach_the_receiver_whole() -> None:
+    """The child cuts lines out of whatever its pipe holds; a cut-off last line is ignored,
+    and a line it cannot read is logged and skipped, the rest exported."""
     records: list[Any] = [
         ["s2", "run", "step 1", "internal", 1.0, 2.0, {"harness.step": 1}, [], "unset", None, True],
         ["run", None, "invoke_agent a", "internal", 1.0, 3.0, {}, [], "unset", None, True],
     ]  # fmt: skip
     contexts = [TraceContext.new() for _ in range(30)]
     data = b"".join(
-        _frame([(c.trace_id, c.span_id, None, f"run_{i}", records)]) for i, c in enumerate(contexts)
+        _line(["spans", c.trace_id, c.span_id, None, f"run_{i}", records])
+        for i, c in enumerate(contexts)
     )
-    cut = _frame([(contexts[0].trace_id, "00f067aa0ba902b7", None, "run_x", records)])
+    hostile = b'{"v": 1, "run_id": "r"\n["nonsense"]\n\xff\xfe\n["begin", "r"]\n'
+    cut = _line(["spans", contexts[0].trace_id, "00f067aa0ba902b7", None, "run_x", records])
     with OTLPHTTPReceiver() as receiver:
         env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
         env.pop("OTEL_EXPORTER_OTLP_PROTOCOL", None)
         command = [sys.executable, "-m", "harness.observability.export_process", "otlp"]
-        child = subprocess.Popen(command, stdin=subprocess.PIPE, env=env)
+        child = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         assert child.stdin is not None
-        for start in range(0, len(data), 7):
+        assert child.stderr is not None
+        half = data.index(b"\n", len(data) // 2) + 1  # the hostile lines go between two
+        for start in range(0, half, 7):
             child.stdin.write(data[start : start + 7])
             child.stdin.flush()
+        child.stdin.write(hostile + data[half:])
         child.stdin.write(cut[:-3])
         child.stdin.close()
         assert child.wait(timeout=30) == 0
+        errors = child.stderr.read().decode()
+        child.stderr.close()
         spans = list(receiver.spans.items)
     assert len(spans) == 2 * len(contexts)
     assert {s.trace_id for s in spans} == {c.trace_id for c in contexts}
     assert {s.span_id for s in spans if s.name == "invoke_agent a"} == {c.span_id for c in contexts}
+    assert errors.count("cannot read a line") == 4  # cut JSON, unknown, not UTF-8, short begin
+    assert "(unknown line 'nonsense')" in errors
+    assert "Traceback" not in errors
+
+
+def test_a_flood_of_unreadable_lines_is_logged_ten_times_then_counted() -> None:
+    span = ["run", None, "invoke_agent a", "internal", 1.0, 3.0, {}, [], "unset", None, True]
+    records: list[Any] = [span]
+    context = TraceContext.new()
+    junk = b"".join(b"{not json %d\n" % i for i in range(25))
+    with OTLPHTTPReceiver() as receiver:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        env.pop("OTEL_EXPORTER_OTLP_PROTOCOL", None)
+        command = [sys.executable, "-m", "harness.observability.export_process", "otlp"]
+        done = subprocess.run(
+            command,
+            input=junk + _line(["spans", context.trace_id, context.span_id, None, "r", records]),
+            capture_output=True,
+            env=env,
+            timeout=30,
+            check=False,
+        )
+        spans = list(receiver.spans.items)
+    errors = done.stderr.decode()
+    assert done.returncode == 0
+    assert errors.count("cannot read a line") == 10
+    assert "25 lines in all could not be read and were skipped" in errors
+    assert [s.span_id for s in spans] == [context.span_id]  # what came after still went

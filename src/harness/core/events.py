@@ -807,6 +807,12 @@ class RunEvent:
     """When it happened, in seconds since the epoch (UTC)."""
     payload: EventPayload
     """What happened: an instance of the event type's class (`ToolCompleted`, ...)."""
+    stored: str | None = field(default=None, compare=False, repr=False)
+    """The event's JSON as the store just wrote it (`None` for any other event).
+
+    Set on the events a store's write returns, so that a subscriber sending events on
+    (the trace export process) passes the text as it is instead of encoding it again.
+    """
 
     @property
     def type(self) -> EventType:
@@ -827,6 +833,7 @@ def new_event(run_id: str, seq: int, ts: float, payload: EventPayload) -> RunEve
     event.seq = seq
     event.ts = ts
     event.payload = payload
+    event.stored = None
     set_class(event, RunEvent)
     return event
 

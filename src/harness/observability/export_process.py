@@ -1,22 +1,26 @@
-"""Spans exported by a child process: the harness only writes plain data to a pipe.
+"""Spans built and exported by a child process: the harness only writes text to a pipe.
 
-Building the SDK's `ReadableSpan`s, batching them and encoding OTLP protobuf cost more
-than the run they describe, and the exporter thread holds the GIL the event loop needs.
-So when traces go to OTLP, `ProcessExport` starts `python -m
-harness.observability.export_process` with the same environment (its `OTEL_*` variables
-configure the exporter there) and writes finished spans to its stdin in length-prefixed
-JSON frames. The child rebuilds them with their stored ids and times and exports them
-exactly as `harness.observability.otel.OtelExport` does in process.
+Building a run's spans, the SDK's `ReadableSpan`s, batching them and encoding OTLP protobuf
+cost more than the run they describe, and would hold the GIL the event loop needs. So when
+traces go to OTLP, `ProcessExport` starts `python -m harness.observability.export_process`
+with the same environment (its `OTEL_*` variables configure the exporter there) and writes
+to its stdin one JSON text a line:
 
-The spans `LiveTraces` hands over (`export_records`, the builder's plain tuples) are queued
-as they are and packed into one frame when they are written, up to `flush_s` later: one
-encoding and one write for all the runs of that moment, not one per step of each run (a
-step hands over a list; that is all it costs here). At most `_BATCH` spans wait as tuples
-(in a burst, a frame is packed as soon as that many are queued): spans kept longer would
-outlive the collector's young generations and lengthen its full passes.
+- an event, as the store wrote it (`{"v": ...}`; sent by `harness.observability.forward`):
+  the child feeds it to its run's `TraceBuilder` and exports the spans it finishes;
+- `["config", capture_content, providers]`: how the child's builders read events;
+- `["begin", run_id, trace_id, span_id, parent_span_id, first_seq]`: follow a run, whose
+  events before `first_seq` (an earlier process exported their spans) are fed without
+  exporting what they finish;
+- `["spans", trace_id, span_id, parent_span_id, run_id, records]`: spans built elsewhere
+  (`export`, `export_records`), exported as they are.
+
+The lines are queued as text and joined into one write up to `flush_s` later: one write for
+all the runs of that moment. At most `_BATCH` lines wait (in a burst they are joined as soon
+as that many are queued).
 
 Writes never block the event loop: the pipe is non-blocking, what it cannot take waits
-in a bounded buffer drained when the pipe is writable, and past the bound spans are
+in a bounded buffer drained when the pipe is writable, and past the bound lines are
 dropped and counted. The child exports what it was sent and exits when its stdin ends,
 whether the harness closed it or died (even by SIGKILL). A child that dies is logged;
 runs never fail because of tracing.
@@ -29,14 +33,13 @@ import contextlib
 import logging
 import os
 import select
-import struct
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, Final
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, cast
 
 from harness.core.codec import pack, unpack
 from harness.observability._otlp import SpanEncoder
@@ -50,7 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["ProcessExport", "main"]
 
 _log = logging.getLogger(__name__)
-_HEADER: Final = struct.Struct(">I")
 _QUEUE: Final = 16_384
 """The child's `OTEL_BSP_MAX_QUEUE_SIZE` unless set: spans waiting for a batch."""
 _EAGER: Final = 64 << 10
@@ -58,21 +60,26 @@ _EAGER: Final = 64 << 10
 _READ: Final = 1 << 20
 """Bytes the child reads from its pipe at once."""
 _BATCH: Final = 512
-"""Queued spans packed into a frame at once, without waiting for the timer."""
-_Entry = tuple[str, str, str | None, str, Sequence[SpanRecord]]
-"""A run's spans in a frame: its trace id, run span id, parent span id, run id, the spans."""
+"""Queued lines joined into the buffer at once, without waiting for the timer."""
+_LOGGED: Final = 10
+"""Unreadable lines the child logs one by one; past it, it counts them and logs the total."""
+_MAX_RUNS: Final = 10_000
+"""Runs the child follows at once; past it the oldest is forgotten (as `LiveTraces`)."""
 
 
 class ProcessExport(SpanExport):
-    """Hands finished spans to a child process that exports them (see the module).
+    """Hands spans, or the events to build them from, to a child process that exports them.
+
+    See the module. `harness.observability.forward.ForwardedTraces` sends it events;
+    `LiveTraces` (or anyone) may hand it finished spans as any `SpanExport`.
 
     Args:
         kind: The exporter (`otlp`, `console`); from `OTEL_TRACES_EXPORTER` when omitted.
-        max_buffer: Bytes of frames held while the child is behind; past it spans are
-            dropped (and counted in `dropped`).
+        max_buffer: Bytes held while the child is behind; past it lines are dropped (and
+            counted in `dropped`).
         close_timeout: Seconds `shutdown` waits for the child to export and exit.
-        flush_s: Frames are written at most this long after they are buffered, many at
-            once (a write to a pipe costs more than encoding a run's spans).
+        flush_s: Lines are written at most this long after they are queued, many at once
+            (a write to a pipe costs more than what a run sends).
     """
 
     def __init__(
@@ -101,41 +108,58 @@ class ProcessExport(SpanExport):
         assert self.child.stdin is not None
         self._fd = self.child.stdin.fileno()
         os.set_blocking(self._fd, False)
-        self._queued: list[_Entry] = []  # spans not packed yet
-        self._queued_spans = 0
-        self._pending = bytearray()
-        self._frames: deque[list[int]] = deque()  # [bytes not yet written, spans] a frame
+        self._queued: list[str] = []  # lines not joined yet
+        # Joined lines not yet written, each with its count of lines, kept as they were
+        # joined (a chunk written in part is not copied: `_head` bytes of it went).
+        self._chunks: deque[tuple[bytes, int]] = deque()
+        self._head = 0
+        self._pending = 0  # bytes in `_chunks` not yet written
         self._lock = threading.Lock()
         self._watching: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._dead = False
         self.dropped = 0
-        """Spans dropped: the child was too far behind, or gone."""
+        """Lines dropped (a run's spans, or one event): the child was too far behind, or gone."""
 
     def export(self, context: TraceContext, run_id: str, spans: Sequence[SpanData]) -> None:
-        """Buffer the spans for the child's pipe; written within `flush_s`, never blocking."""
-        frame = _frame([_entry(context, run_id, [_record(span) for span in spans])])
-        with self._lock:
-            if self._closed or self._dead:
-                self.dropped += len(spans)
-                return
-            self._pack()  # what was queued before goes first
-            self._buffer(frame, len(spans))
-            self._due_soon()
+        """Queue the spans for the child's pipe; written within `flush_s`, never blocking."""
+        self.export_records(context, run_id, [_record(span) for span in spans])
 
     def export_records(
         self, context: TraceContext, run_id: str, records: Sequence[SpanRecord]
     ) -> None:
-        """Queue the spans as they are; packed and written within `flush_s`, never blocking."""
+        """Queue the spans as they are; written within `flush_s`, never blocking."""
+        ids = (context.trace_id, context.span_id, context.parent_span_id, run_id)
+        self._send((pack(("spans", *ids, records)).decode(),))
+
+    def configure(self, *, capture_content: bool, providers: Mapping[str, str] | None) -> None:
+        """How the child's builders read the events sent on (see `TraceBuilder`)."""
+        self._send((pack(("config", capture_content, dict(providers or {}))).decode(),))
+
+    def begin(
+        self, run_id: str, context: TraceContext, first_seq: int, stored: Sequence[str] = ()
+    ) -> None:
+        """Have the child follow run `run_id`, then queue its events `stored` (see `events`).
+
+        Its spans are exported from its event `first_seq` on: the events before it (sent
+        first, in order) only bring the child's builder up to date, the spans they finish
+        were an earlier process's to export.
+        """
+        ids = (context.trace_id, context.span_id, context.parent_span_id)
+        self._send([pack(("begin", run_id, *ids, first_seq)).decode(), *stored])
+
+    def events(self, stored: Sequence[str]) -> None:
+        """Queue events of runs the child follows, each its stored JSON, in order."""
+        self._send(stored)
+
+    def _send(self, lines: Sequence[str]) -> None:
         with self._lock:
             if self._closed or self._dead:
-                self.dropped += len(records)
+                self.dropped += len(lines)
                 return
-            self._queued.append(
-                (context.trace_id, context.span_id, context.parent_span_id, run_id, records)
-            )
-            self._queued_spans += len(records)
-            if self._queued_spans >= _BATCH:
+            queued = self._queued
+            queued += lines
+            if len(queued) >= _BATCH:
                 self._pack()
             if self._timer is None and self._watching is None:
                 self._due_soon()
@@ -144,25 +168,29 @@ class ProcessExport(SpanExport):
         """Make sure a write comes: now, or within `flush_s` (the lock is held)."""
         if self._timer is not None or self._watching is not None:
             return  # a write is already due
-        if len(self._pending) < _EAGER and self._schedule():
+        if self._pending < _EAGER and self._schedule():
             return
         self._write()
 
     def _pack(self) -> None:
-        """The queued spans, as one frame in the buffer (the lock is held)."""
-        if not self._queued:
+        """The queued lines, joined into the buffer (the lock is held)."""
+        queued = self._queued
+        if not queued:
             return
-        queued, spans = self._queued, self._queued_spans
-        self._queued, self._queued_spans = [], 0
-        self._buffer(_frame(queued), spans)
-
-    def _buffer(self, frame: bytes, spans: int) -> None:
-        """Hold `frame` for the pipe; drop it if the buffer is full (the lock is held)."""
-        if len(self._pending) + len(frame) > self._max_buffer:
-            self._drop(spans)
-            return
-        self._pending += frame
-        self._frames.append([len(frame), spans])
+        self._queued = []
+        queued.append("")  # each line ends with a newline
+        chunk = "\n".join(queued).encode()
+        lines = len(queued) - 1
+        room = self._max_buffer - self._pending
+        if len(chunk) > room:  # the lines that fit go; from the first that does not, none
+            cut = chunk.rfind(b"\n", 0, room + 1) + 1
+            kept = chunk.count(b"\n", 0, cut)
+            self._drop(lines - kept)
+            chunk, lines = chunk[:cut], kept
+            if not chunk:
+                return
+        self._pending += len(chunk)
+        self._chunks.append((chunk, lines))
 
     def caller(self) -> TraceContext | None:
         """The caller's active OpenTelemetry span, if it is a valid one."""
@@ -214,22 +242,32 @@ class ProcessExport(SpanExport):
                 "the trace export process (pid %d) exited with code %d", self.child.pid, code
             )
         if self.dropped:
-            _log.warning("%d spans were not exported (the export process was behind)", self.dropped)
+            _log.warning(
+                "%d lines of spans or events were not exported (the export process was behind)",
+                self.dropped,
+            )
 
     def _flush(self) -> None:
         """Write what the pipe takes now (the lock is held)."""
+        chunks = self._chunks
         try:
-            while self._pending:
-                written = os.write(self._fd, self._pending)
-                del self._pending[:written]
-                self._sent(written)
+            while chunks:
+                chunk = chunks[0][0]
+                head = self._head
+                written = os.write(self._fd, memoryview(chunk)[head:] if head else chunk)
+                self._pending -= written
+                if head + written < len(chunk):
+                    self._head = head + written
+                else:
+                    chunks.popleft()
+                    self._head = 0
         except BlockingIOError:
             return
         except OSError:
             self._gone()
 
     def _schedule(self) -> bool:
-        """Write in `flush_s`: one write for many frames (the lock is held)."""
+        """Write in `flush_s`: one write for many lines (the lock is held)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -250,21 +288,12 @@ class ProcessExport(SpanExport):
         if self._pending and not self._dead:
             self._watch()
 
-    def _sent(self, written: int) -> None:
-        """Forget the frames `written` bytes completed (the lock is held)."""
-        frames = self._frames
-        while written and frames:
-            if written < frames[0][0]:
-                frames[0][0] -= written
-                return
-            written -= frames.popleft()[0]
-
     def _discard(self) -> None:
-        """Drop what was not written, counting its spans (the lock is held)."""
-        self.dropped += sum(spans for _, spans in self._frames) + self._queued_spans
-        self._frames.clear()
-        self._pending.clear()
-        self._queued, self._queued_spans = [], 0
+        """Drop what was not written, counting its lines (the lock is held)."""
+        self.dropped += sum(lines for _, lines in self._chunks) + len(self._queued)
+        self._chunks.clear()
+        self._head = self._pending = 0
+        self._queued = []
 
     def _watch(self) -> None:
         try:
@@ -287,7 +316,7 @@ class ProcessExport(SpanExport):
             _log.warning(
                 "the trace export process is behind (%d bytes waiting): dropping spans "
                 "until it catches up; `dropped` counts them",
-                len(self._pending),
+                self._pending,
             )
         self.dropped += count
 
@@ -303,10 +332,6 @@ class ProcessExport(SpanExport):
         )
 
 
-def _entry(context: TraceContext, run_id: str, records: Sequence[SpanRecord]) -> _Entry:
-    return (context.trace_id, context.span_id, context.parent_span_id, run_id, records)
-
-
 def _record(span: SpanData) -> SpanRecord:
     events = [(e.name, e.ts, e.attributes) for e in span.events]
     attributes = dict(span.attributes)
@@ -314,29 +339,14 @@ def _record(span: SpanData) -> SpanRecord:
             attributes, events, span.status, span.status_message, span.finished)  # fmt: skip
 
 
-def _frame(entries: Sequence[_Entry]) -> bytes:
-    body = pack(entries)
-    return _HEADER.pack(len(body)) + body
+# ----- the child
 
-
-def _runs(data: Any) -> list[tuple[TraceContext, str, Sequence[Sequence[Any]]]]:
-    """The runs of a frame with their spans as sent, as `SpanSink.add_records` takes them.
-
-    JSON made the spans' tuples of strings lists: the OTLP encoder writes either as an
-    array.
-    """
-    return [
-        (
-            TraceContext(trace_id=trace_id, span_id=span_id, parent_span_id=parent_span_id),
-            run_id,
-            records,
-        )
-        for trace_id, span_id, parent_span_id, run_id, records in data
-    ]
+_Spans = tuple[str, str, "str | None", str, Sequence[Sequence[Any]]]
+"""A run's finished spans: its trace id, run span id, caller's span id, run id, the records."""
 
 
 def main(argv: Sequence[str] = sys.argv[1:]) -> int:
-    """The child: read frames from stdin until it ends, export them, flush, exit."""
+    """The child: read lines from stdin until it ends, export their spans, flush, exit."""
     from harness.observability.otel import batch_sink, request_export
 
     logging.basicConfig(format="harness trace export: %(levelname)s %(message)s")
@@ -345,49 +355,110 @@ def main(argv: Sequence[str] = sys.argv[1:]) -> int:
     os.environ.setdefault("OTEL_BSP_MAX_QUEUE_SIZE", str(_QUEUE))
     kind = argv[0] if argv else None
     direct = request_export(kind)
+    spans = _Builders().spans(_lines(sys.stdin.buffer))
     if direct is not None:
-        _encode_and_send(sys.stdin.buffer, direct)
+        _encode_and_send(spans, direct)
         return 0
     sink = batch_sink(kind)
     try:
-        for body in _bodies(sys.stdin.buffer):
-            for context, run_id, records in _runs(unpack(body)):
-                sink.add_records(context, run_id, records)
+        for trace_id, span_id, parent_span_id, run_id, records in spans:
+            context = TraceContext(
+                trace_id=trace_id, span_id=span_id, parent_span_id=parent_span_id
+            )
+            sink.add_records(context, run_id, records)
     finally:
         sink.shutdown()
     return 0
 
 
-def _bodies(stdin: BinaryIO) -> Iterator[bytes]:
-    """The frames' bodies, until stdin ends (or ends inside a frame).
+def _lines(stdin: BinaryIO) -> Iterator[bytes]:
+    """The lines, until stdin ends (a last line without its newline is cut short: dropped).
 
-    What the pipe holds is read at once (up to `_READ` bytes) and cut into frames: one
-    system call for all the frames the harness wrote together, not two a frame.
+    What the pipe holds is read at once (up to `_READ` bytes) and cut into lines: one
+    system call for all the lines the harness wrote together.
     """
     fd = stdin.fileno()
-    buffer = b""
+    rest = b""
     while chunk := os.read(fd, _READ):
-        buffer = buffer + chunk if buffer else chunk
-        start, end = 0, len(buffer)
-        while end - start >= _HEADER.size:
-            (size,) = _HEADER.unpack_from(buffer, start)
-            stop = start + _HEADER.size + size
-            if stop > end:
-                break
-            yield buffer[start + _HEADER.size : stop]
-            start = stop
-        buffer = buffer[start:]
+        lines = (rest + chunk if rest else chunk).split(b"\n")
+        rest = lines.pop()
+        yield from lines
 
 
-def _encode_and_send(stdin: BinaryIO, export: RequestExport) -> None:
+class _Builders:
+    """The child's builders: a run's events in, its finished spans out (see the module)."""
+
+    def __init__(self) -> None:
+        from harness.observability.spans import TraceBuilder
+
+        self._builder = TraceBuilder
+        self._capture = False
+        self._providers: Mapping[str, str] | None = None
+        # run id -> (builder, trace id, run span id, caller's span id, first exported seq)
+        self._runs: dict[str, tuple[Any, str, str, str | None, int]] = {}
+        self.skipped = 0
+        """Lines that could not be read (logged, the first `_LOGGED` of them)."""
+
+    def spans(self, lines: Iterator[bytes]) -> Iterator[_Spans]:
+        """The finished spans of each line that finishes any, in order."""
+        from harness.core.codec import event_from_dict
+        from harness.core.events import RunPaused
+
+        runs = self._runs
+        for line in lines:
+            if not line:
+                continue
+            try:
+                data: Any = unpack(line)
+                if type(data) is dict:
+                    event = event_from_dict(cast("dict[str, Any]", data))
+                    run = runs.get(event.run_id)
+                    if run is None:
+                        continue  # not followed (forgotten, or its begin was lost)
+                    builder, trace_id, span_id, caller, first = run
+                    records = builder.feed_records(event)
+                    if event.seq < first:
+                        continue  # an earlier process's: it exported what this finished
+                    if builder.ended or type(event.payload) is RunPaused:
+                        del runs[event.run_id]  # a resumed run is begun again
+                    if records:
+                        yield trace_id, span_id, caller, event.run_id, records
+                elif data[0] == "spans":
+                    yield data[1], data[2], data[3], data[4], data[5]
+                else:
+                    self._control(data)
+            except Exception as exc:
+                self.skipped += 1
+                if self.skipped <= _LOGGED:
+                    _log.error("cannot read a line of %d bytes (%s): skipped", len(line), exc)
+        if self.skipped > _LOGGED:
+            _log.error("%d lines in all could not be read and were skipped", self.skipped)
+
+    def _control(self, data: list[Any]) -> None:
+        if data[0] == "begin":
+            _, run_id, trace_id, span_id, caller, first = data
+            builder = self._builder(
+                run_id, capture_content=self._capture, providers=self._providers
+            )
+            self._runs.pop(run_id, None)
+            self._runs[run_id] = (builder, trace_id, span_id, caller, first)
+            if len(self._runs) > _MAX_RUNS:
+                del self._runs[next(iter(self._runs))]
+        elif data[0] == "config":
+            self._capture, self._providers = bool(data[1]), dict(data[2])
+        else:
+            raise ValueError(f"unknown line {data[0]!r}")
+
+
+def _encode_and_send(spans: Iterator[_Spans], export: RequestExport) -> None:
     """OTLP without the SDK's objects: each run's spans encoded as they come, sent in batches."""
     encoder = SpanEncoder(export.resource, *export.scope)
     batches = _Batches(encoder, export)
     try:
-        for body in _bodies(stdin):
-            for trace_id, span_id, parent_span_id, run_id, records in unpack(body):
-                spans = encoder.spans(trace_id, span_id, parent_span_id, run_id, records)
-                batches.add(spans, len(records))
+        for trace_id, span_id, parent_span_id, run_id, records in spans:
+            batches.add(
+                encoder.spans(trace_id, span_id, parent_span_id, run_id, records), len(records)
+            )
     finally:
         batches.close()
         export.shutdown()

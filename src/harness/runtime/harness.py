@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         capture_content,
         tracing_enabled,
     )
+    from harness.observability.forward import ForwardedTraces
     from harness.observability.metrics import MetricsSubscriber
     from harness.runtime._agents_config import Overrides, overrides_of
     from harness.runtime._catalog import AgentCatalog
@@ -162,7 +163,7 @@ class Harness:
         self.metrics = _metrics(metrics)
         """The run metrics, when kept (`metrics=`); `None` otherwise."""
         self._trace_export = traces
-        self._traces: LiveTraces | None = None
+        self._traces: LiveTraces | ForwardedTraces | None = None
         self._trigger_engine: TriggerEngine | None = None
         self._temporal: TemporalBackend | None = None
         """The Temporal backend, when `[runtime] backend = "temporal"`."""
@@ -294,14 +295,21 @@ class Harness:
             return TraceContext.new(stored_context(parent))
         return self._traces.context_for_new_run() if self._traces else TraceContext.new()
 
-    def _live_traces(self) -> LiveTraces | None:
-        """The bus subscriber that exports traces, when tracing is on (see `traces`)."""
+    def _live_traces(self) -> LiveTraces | ForwardedTraces | None:
+        """The bus subscriber that exports traces, when tracing is on (see `traces`).
+
+        Spans exported by the child process are built there too, from the events as stored
+        (`ForwardedTraces`); any other export gets them built here (`LiveTraces`).
+        """
         observability = self.settings.observability
         export = self._trace_export or _trace_export(observability)
         if export is None:
             return None
-        return LiveTraces(
-            export,
+        from harness.observability.export_process import ProcessExport
+
+        follow = ForwardedTraces if isinstance(export, ProcessExport) else LiveTraces
+        return follow(
+            export,  # type: ignore[arg-type]
             self._stored_trace,
             capture_content=capture_content(observability),
             providers={name: p.provider for name, p in self.settings.profiles.items()},
@@ -1309,6 +1317,7 @@ def _load_runtime() -> None:
     global asyncio, socket, payload_to_dict, result_from_dict, usage_to_dict
     global ApprovalDecided, ApprovalRequested, RunCancelled, RunFailed, RunFinished, RunResumed
     global RunSubmitted, LiveTraces, Sampler, StoredRun, TraceContext, capture_content
+    global ForwardedTraces
     global tracing_enabled, EventBus, RunExecutor, AgentResources, private_directories
     global agent_metadata, load_settings, open_store, Decision, NewEvent, NewRun, RunRecord
     global check_workspace_tools, overrides_of, AgentCatalog, assign_variant, RunUpdate
@@ -1334,6 +1343,7 @@ def _load_runtime() -> None:
         capture_content,
         tracing_enabled,
     )
+    from harness.observability.forward import ForwardedTraces
     from harness.runtime._agents_config import overrides_of
     from harness.runtime._catalog import AgentCatalog
     from harness.runtime.bus import EventBus

@@ -272,7 +272,7 @@ def _insert(
             for seq, (ts, kind, head, tail) in enumerate(encoded.events, start=first)
         ]
         events = [
-            RunEvent(run_id=run_id, seq=row[1], ts=row[2], payload=new.payload)
+            RunEvent(run_id=run_id, seq=row[1], ts=row[2], payload=new.payload, stored=row[4])
             for row, new in zip(rows, step.events, strict=True)
         ]
         insert_rows(db, "INSERT INTO events (run_id, seq, ts, type, body)", rows)

@@ -1,0 +1,179 @@
+"""Live traces built in the export process: the harness sends each event on as it was stored.
+
+`LiveTraces` builds a run's spans where its events are published: a `TraceBuilder` per run
+in flight, its open spans, a record for each span it finishes, all on the event loop of the
+process running the runs. When traces go to the export process (`ProcessExport`),
+`ForwardedTraces` takes its place and the child does that work: each event is sent on as
+the JSON the store wrote (`RunEvent.stored`; encoded here only for an event that did not
+come from a store's write), and the child feeds its own builders, made with the same
+`capture_content` and providers. All the harness keeps of a run is whether it is traced.
+
+A run it meets mid-way (resumed, taken over after its owner died, claimed from the queue)
+is looked up in the store, as `LiveTraces` does: the child is told the stored trace context
+and the first event seen here, then sent the earlier events, which bring its builder up to
+date without exporting what they finish (that was the earlier process's to export). So a
+run keeps one trace, and its run span is exported once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final
+
+from harness.core.codec import dumps, event_to_dict
+from harness.core.events import RunCancelled, RunEvent, RunFailed, RunFinished, RunPaused
+from harness.observability.context import Sampler, TraceContext
+from harness.observability.spans import TRACED_EVENTS
+
+if TYPE_CHECKING:
+    from harness.observability.export_process import ProcessExport
+    from harness.observability.live import Lookup
+
+__all__ = ["ForwardedTraces"]
+
+_log = logging.getLogger(__name__)
+_ENDS: Final = frozenset({RunFinished, RunFailed, RunCancelled, RunPaused})
+"""Events after which a run is no longer followed here (a paused one is looked up again)."""
+_Held = list[RunEvent]
+
+
+class ForwardedTraces:
+    """Sends every published event of a traced run to the export process (see the module).
+
+    Args:
+        export: The export process; its builders are configured here.
+        lookup: Reads a run's trace context and events from the store.
+        capture_content: Put message content in span attributes.
+        providers: The provider of each model profile, by name (see `TraceBuilder`).
+        sampler: Which new runs are traced; all of them by default.
+        max_runs: Runs followed at once; past it the oldest is forgotten (a run executed
+            elsewhere, that this process only submitted, never ends here).
+    """
+
+    def __init__(
+        self,
+        export: ProcessExport,
+        lookup: Lookup,
+        *,
+        capture_content: bool = False,
+        providers: Mapping[str, str] | None = None,
+        sampler: Sampler | None = None,
+        max_runs: int = 10_000,
+    ) -> None:
+        self.export = export
+        self._lookup = lookup
+        self._sampler = sampler or Sampler()
+        self._max_runs = max_runs
+        # run id -> its context: traced, nothing sent yet; True: traced, the child follows
+        # it; False: not sampled; a list: its events held while the store is asked for its
+        # trace context
+        self._runs: dict[str, TraceContext | bool | _Held] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.event_types = TRACED_EVENTS
+        """The event classes it reads: the bus passes any other by (`EventBus.subscribe`)."""
+        export.configure(capture_content=capture_content, providers=providers)
+
+    def context_for_new_run(self) -> TraceContext:
+        """The trace context of a run about to be submitted: in the caller's trace, if any."""
+        return self._sampler.new_context(self.export.caller())
+
+    def begin(self, run_id: str, context: TraceContext) -> None:
+        """Follow a run submitted here, whose context is known.
+
+        The child is told with the run's first events (one line less to queue per run).
+        """
+        self._remember(run_id, context if context.sampled else False)
+
+    def __call__(self, event: RunEvent) -> None:
+        """The bus subscriber: one event, in order."""
+        if event.seq == 0:  # live-only text deltas
+            return
+        run_id = event.run_id
+        state = self._runs.get(run_id)
+        if state is True:
+            self.export.events((event.stored or _encoded(event),))
+        elif state is None:
+            self._learn(event)
+            return
+        elif isinstance(state, list):
+            state.append(event)
+            return
+        elif state is not False:  # its context: the run's first event
+            self.export.begin(run_id, state, 1, (event.stored or _encoded(event),))
+            self._runs[run_id] = True
+        if type(event.payload) in _ENDS:
+            self._runs.pop(run_id, None)
+
+    def batch(self, events: Sequence[RunEvent]) -> None:
+        """The bus subscriber for one run's events committed together (a step).
+
+        A run's end (finished, failed, cancelled, paused) is the last event of its step.
+        """
+        last = events[-1]
+        run_id = last.run_id
+        state = self._runs.get(run_id)
+        if state is True or type(state) is TraceContext:
+            stored = [event.stored for event in events]
+            if None in stored:
+                stored = [event.stored or _encoded(event) for event in events]
+            if state is True:
+                self.export.events(stored)  # pyright: ignore[reportArgumentType]
+            else:
+                self.export.begin(run_id, state, 1, stored)  # pyright: ignore[reportArgumentType]
+                self._runs[run_id] = True
+            if type(last.payload) in _ENDS:
+                self._runs.pop(run_id, None)  # a resumed run is looked up again
+            return
+        for event in events:
+            self(event)
+
+    async def aclose(self) -> None:
+        """Finish pending look-ups, then have the child export what it has, and stop."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.export.aclose()
+
+    def _learn(self, event: RunEvent) -> None:
+        held = [event]
+        self._remember(event.run_id, held)
+        task = asyncio.get_running_loop().create_task(self._resolve(event.run_id, held))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _resolve(self, run_id: str, held: _Held) -> None:
+        try:
+            stored = await self._lookup(run_id)
+        except Exception:
+            _log.exception("cannot read run %s for its trace", run_id)
+            stored = None
+        if self._runs.get(run_id) is not held:
+            return  # forgotten meanwhile
+        if stored is None:
+            self._runs.pop(run_id, None)
+            return
+        if not stored.context.sampled:
+            self._runs[run_id] = False
+            if any(type(event.payload) in _ENDS for event in held):
+                self._runs.pop(run_id, None)
+            return
+        first = held[0].seq
+        earlier = [e.stored or _encoded(e) for e in stored.events if e.seq < first]
+        self.export.begin(
+            run_id, stored.context, first, earlier + [e.stored or _encoded(e) for e in held]
+        )
+        if any(type(event.payload) in _ENDS for event in held):
+            self._runs.pop(run_id, None)
+        else:
+            self._runs[run_id] = True
+
+    def _remember(self, run_id: str, state: TraceContext | bool | _Held) -> None:
+        self._runs[run_id] = state
+        if len(self._runs) > self._max_runs:
+            del self._runs[next(iter(self._runs))]
+
+
+def _encoded(event: RunEvent) -> str:
+    """An event's JSON as a store writes it, for one that came from elsewhere."""
+    return dumps(event_to_dict(event))

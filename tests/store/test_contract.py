@@ -12,7 +12,7 @@ from typing import ClassVar
 import pytest
 
 from harness.core import Message, RunEvent, RunState, ToolCall, Usage
-from harness.core.codec import payload_from_dict
+from harness.core.codec import dumps, event_from_dict, event_to_dict, loads, payload_from_dict
 from harness.core.events import (
     AgentMessage,
     EventPayload,
@@ -313,6 +313,19 @@ async def test_an_event_keeps_its_own_timestamp(store: EventStore) -> None:
     )
     assert [e.ts for e in written] == [123.25, START]
     assert [e.ts for e in await store.events("run_1")] == [123.25, START]
+
+
+async def test_written_events_carry_their_stored_json(store: EventStore) -> None:
+    """What `append` returns holds the text the store wrote: the trace export sends it on."""
+    await new_run(store)
+    written = await store.append(
+        StepWrite(run_id="run_1", events=[ev(), ev("agent_message", content="héllo \u2603")])
+    )
+    read = await store.events("run_1")
+    assert [e.stored for e in written] == [dumps(event_to_dict(e)) for e in read]
+    assert [event_from_dict(loads(e.stored or "")) for e in written] == read
+    assert [e.stored for e in read] == [None, None]  # read back: not kept a second time
+    assert written == read  # `stored` is not part of an event's value
 
 
 async def test_events_of_many_runs_come_by_run_then_seq_filtered_by_type(

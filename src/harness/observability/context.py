@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from harness.core._frozen import fast_init
 from harness.errors import ConfigError
 
 __all__ = ["Sampler", "TraceContext", "child_span_id"]
@@ -26,6 +27,7 @@ _ZERO_TRACE: Final = "0" * 32
 _ZERO_SPAN: Final = "0" * 16
 
 
+@fast_init  # one made per run submitted, traced or not
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TraceContext:
     """Where a run's spans belong: its trace, its run span, and that span's parent."""

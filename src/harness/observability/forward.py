@@ -17,19 +17,17 @@ run keeps one trace, and its run span is exported once.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from harness.core.codec import dumps, event_to_dict
 from harness.core.events import RunCancelled, RunEvent, RunFailed, RunFinished, RunPaused
-from harness.observability.context import Sampler, TraceContext
-from harness.observability.spans import TRACED_EVENTS
+from harness.observability.context import TraceContext
+from harness.observability.live import TraceFollower
 
 if TYPE_CHECKING:
     from harness.observability.export_process import ProcessExport
-    from harness.observability.live import Lookup
 
 __all__ = ["ForwardedTraces"]
 
@@ -39,45 +37,20 @@ _ENDS: Final = frozenset({RunFinished, RunFailed, RunCancelled, RunPaused})
 _Held = list[RunEvent]
 
 
-class ForwardedTraces:
+class ForwardedTraces(TraceFollower["ProcessExport", "TraceContext | bool | _Held"]):
     """Sends every published event of a traced run to the export process (see the module).
 
-    Args:
-        export: The export process; its builders are configured here.
-        lookup: Reads a run's trace context and events from the store.
-        capture_content: Put message content in span attributes.
-        providers: The provider of each model profile, by name (see `TraceBuilder`).
-        sampler: Which new runs are traced; all of them by default.
-        max_runs: Runs followed at once; past it the oldest is forgotten (a run executed
-            elsewhere, that this process only submitted, never ends here).
+    Its arguments are `TraceFollower`'s; `export` is the export process, whose builders
+    are configured here. What it keeps of a run: its context while nothing was sent yet;
+    `True` once the child follows it; `False` when it is not sampled; its events, held while
+    the store is asked for its trace context.
     """
 
-    def __init__(
-        self,
-        export: ProcessExport,
-        lookup: Lookup,
-        *,
-        capture_content: bool = False,
-        providers: Mapping[str, str] | None = None,
-        sampler: Sampler | None = None,
-        max_runs: int = 10_000,
-    ) -> None:
-        self.export = export
-        self._lookup = lookup
-        self._sampler = sampler or Sampler()
-        self._max_runs = max_runs
-        # run id -> its context: traced, nothing sent yet; True: traced, the child follows
-        # it; False: not sampled; a list: its events held while the store is asked for its
-        # trace context
-        self._runs: dict[str, TraceContext | bool | _Held] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.event_types = TRACED_EVENTS
-        """The event classes it reads: the bus passes any other by (`EventBus.subscribe`)."""
-        export.configure(capture_content=capture_content, providers=providers)
+    export: ProcessExport
 
-    def context_for_new_run(self) -> TraceContext:
-        """The trace context of a run about to be submitted: in the caller's trace, if any."""
-        return self._sampler.new_context(self.export.caller())
+    def _configure(self) -> None:
+        """Tell the export process how its builders read events (its first line)."""
+        self.export.configure(capture_content=self._capture, providers=self._providers)
 
     def begin(self, run_id: str, context: TraceContext) -> None:
         """Follow a run submitted here, whose context is known.
@@ -129,18 +102,10 @@ class ForwardedTraces:
         for event in events:
             self(event)
 
-    async def aclose(self) -> None:
-        """Finish pending look-ups, then have the child export what it has, and stop."""
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.export.aclose()
-
     def _learn(self, event: RunEvent) -> None:
         held = [event]
         self._remember(event.run_id, held)
-        task = asyncio.get_running_loop().create_task(self._resolve(event.run_id, held))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._look_up(self._resolve(event.run_id, held))
 
     async def _resolve(self, run_id: str, held: _Held) -> None:
         try:
@@ -167,11 +132,6 @@ class ForwardedTraces:
             self._runs.pop(run_id, None)
         else:
             self._runs[run_id] = True
-
-    def _remember(self, run_id: str, state: TraceContext | bool | _Held) -> None:
-        self._runs[run_id] = state
-        if len(self._runs) > self._max_runs:
-            del self._runs[next(iter(self._runs))]
 
 
 def _encoded(event: RunEvent) -> str:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, Generic, TypeVar
 
 from harness.core.events import RunCancelled, RunEvent, RunFailed, RunFinished, RunPaused
 from harness.observability.context import Sampler, TraceContext
@@ -27,7 +27,7 @@ from harness.observability.spans import (
     span_data,
 )
 
-__all__ = ["LiveTraces", "SpanExport", "StoredRun"]
+__all__ = ["LiveTraces", "SpanExport", "StoredRun", "TraceFollower"]
 
 _log = logging.getLogger(__name__)
 _ENDS: Final = (RunFinished, RunFailed, RunCancelled, RunPaused)
@@ -72,6 +72,8 @@ class StoredRun:
 
 
 Lookup = Callable[[str], Awaitable[StoredRun | None]]
+_E = TypeVar("_E", bound=SpanExport)
+_S = TypeVar("_S")
 
 
 class _Run(TraceBuilder):
@@ -98,11 +100,15 @@ class _Run(TraceBuilder):
         """Its events are fed as they come and its spans exported: the common case."""
 
 
-class LiveTraces:
-    """Feeds every published event to its run's `TraceBuilder` and exports what ends.
+class TraceFollower(Generic[_E, _S]):
+    """What both trace subscribers share: the runs they follow, and how they are made.
+
+    `LiveTraces` builds each run's spans here; `harness.observability.forward.
+    ForwardedTraces` has the export process build them. `_E` is the export, `_S` what
+    either keeps per run.
 
     Args:
-        export: Where finished spans go.
+        export: Where the spans (or the events to build them from) go.
         lookup: Reads a run's trace context and events from the store.
         capture_content: Put message content in span attributes.
         providers: The provider of each model profile, by name (see `TraceBuilder`).
@@ -113,7 +119,7 @@ class LiveTraces:
 
     def __init__(
         self,
-        export: SpanExport,
+        export: _E,
         lookup: Lookup,
         *,
         capture_content: bool = False,
@@ -121,20 +127,48 @@ class LiveTraces:
         sampler: Sampler | None = None,
         max_runs: int = 10_000,
     ) -> None:
-        self._sampler = sampler or Sampler()
-        self._providers = providers
-        self.export = export
+        self.export: _E = export
         self._lookup = lookup
         self._capture = capture_content
+        self._providers = providers
+        self._sampler = sampler or Sampler()
         self._max_runs = max_runs
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, _S] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.event_types = TRACED_EVENTS
         """The event classes it reads: the bus passes any other by (`EventBus.subscribe`)."""
+        self._configure()
+
+    def _configure(self) -> None:
+        """Prepare `export` once the subscriber is made (nothing to do for a `SpanExport`)."""
 
     def context_for_new_run(self) -> TraceContext:
         """The trace context of a run about to be submitted: in the caller's trace, if any."""
         return self._sampler.new_context(self.export.caller())
+
+    async def aclose(self) -> None:
+        """Finish pending look-ups, then export what is queued and stop."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.export.aclose()
+
+    def _look_up(self, resolve: Coroutine[Any, Any, None]) -> None:
+        """Run `resolve` (a run's look-up in the store) in a task `aclose` waits for."""
+        task = asyncio.get_running_loop().create_task(resolve)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _remember(self, run_id: str, state: _S) -> None:
+        self._runs[run_id] = state
+        if len(self._runs) > self._max_runs:
+            del self._runs[next(iter(self._runs))]
+
+
+class LiveTraces(TraceFollower[SpanExport, _Run]):
+    """Feeds every published event to its run's `TraceBuilder` and exports what ends.
+
+    Its arguments are `TraceFollower`'s; `export` is any `SpanExport`.
+    """
 
     def begin(self, run_id: str, context: TraceContext) -> None:
         """Follow a run submitted here, whose context is known."""
@@ -175,12 +209,6 @@ class LiveTraces:
         if run.ended or type(events[-1].payload) is RunPaused:
             self._runs.pop(run.run_id, None)  # a resumed run is looked up again
 
-    async def aclose(self) -> None:
-        """Finish pending look-ups, then export what is queued and stop."""
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.export.aclose()
-
     def _feed(self, run_id: str, run: _Run, event: RunEvent) -> None:
         context = run.context
         if context is not None and not context.sampled:
@@ -197,9 +225,7 @@ class LiveTraces:
         run = self._run(event.run_id, None)
         run.held = [event]
         self._remember(event.run_id, run)
-        task = asyncio.get_running_loop().create_task(self._resolve(event.run_id, run))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._look_up(self._resolve(event.run_id, run))
 
     async def _resolve(self, run_id: str, run: _Run) -> None:
         try:
@@ -222,8 +248,3 @@ class LiveTraces:
 
     def _run(self, run_id: str, context: TraceContext | None) -> _Run:
         return _Run(run_id, context, capture_content=self._capture, providers=self._providers)
-
-    def _remember(self, run_id: str, run: _Run) -> None:
-        self._runs[run_id] = run
-        if len(self._runs) > self._max_runs:
-            del self._runs[next(iter(self._runs))]

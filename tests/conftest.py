@@ -17,6 +17,7 @@ from __future__ import annotations
 import compileall
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -45,6 +46,11 @@ def pytest_configure(config: pytest.Config) -> None:
     are skipped, and Python still recompiles any module edited after this.
     """
     compileall.compile_dir(Path(harness.__file__).parent, quiet=1)
+    # A suite started in the background by a shell without job control (`cmd &` in a
+    # script, nohup) inherits SIGINT ignored, and so would every `harness worker` a test
+    # starts and stops with SIGINT: it would never stop. Children inherit only "ignored".
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

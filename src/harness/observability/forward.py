@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from harness.core.codec import dumps, event_to_dict
-from harness.core.events import RunCancelled, RunEvent, RunFailed, RunFinished, RunPaused
+from harness.core.events import RunEvent
 from harness.observability.context import TraceContext
-from harness.observability.live import TraceFollower
+from harness.observability.live import RUN_ENDS, TraceFollower
 
 if TYPE_CHECKING:
     from harness.observability.export_process import ProcessExport
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["ForwardedTraces"]
 
 _log = logging.getLogger(__name__)
-_ENDS: Final = frozenset({RunFinished, RunFailed, RunCancelled, RunPaused})
-"""Events after which a run is no longer followed here (a paused one is looked up again)."""
 _Held = list[RunEvent]
 
 
@@ -66,7 +64,7 @@ class ForwardedTraces(TraceFollower["ProcessExport", "TraceContext | bool | _Hel
         run_id = event.run_id
         state = self._runs.get(run_id)
         if state is True:
-            self.export.events((event.stored or _encoded(event),))
+            self.export.events((_text(event),))
         elif state is None:
             self._learn(event)
             return
@@ -74,9 +72,9 @@ class ForwardedTraces(TraceFollower["ProcessExport", "TraceContext | bool | _Hel
             state.append(event)
             return
         elif state is not False:  # its context: the run's first event
-            self.export.begin(run_id, state, 1, (event.stored or _encoded(event),))
+            self.export.begin(run_id, state, 1, (_text(event),))
             self._runs[run_id] = True
-        if type(event.payload) in _ENDS:
+        if type(event.payload) in RUN_ENDS:
             self._runs.pop(run_id, None)
 
     def batch(self, events: Sequence[RunEvent]) -> None:
@@ -90,13 +88,13 @@ class ForwardedTraces(TraceFollower["ProcessExport", "TraceContext | bool | _Hel
         if state is True or type(state) is TraceContext:
             stored = [event.stored for event in events]
             if None in stored:
-                stored = [event.stored or _encoded(event) for event in events]
+                stored = [_text(event) for event in events]
             if state is True:
                 self.export.events(stored)  # pyright: ignore[reportArgumentType]
             else:
                 self.export.begin(run_id, state, 1, stored)  # pyright: ignore[reportArgumentType]
                 self._runs[run_id] = True
-            if type(last.payload) in _ENDS:
+            if type(last.payload) in RUN_ENDS:
                 self._runs.pop(run_id, None)  # a resumed run is looked up again
             return
         for event in events:
@@ -120,20 +118,18 @@ class ForwardedTraces(TraceFollower["ProcessExport", "TraceContext | bool | _Hel
             return
         if not stored.context.sampled:
             self._runs[run_id] = False
-            if any(type(event.payload) in _ENDS for event in held):
+            if any(type(event.payload) in RUN_ENDS for event in held):
                 self._runs.pop(run_id, None)
             return
         first = held[0].seq
-        earlier = [e.stored or _encoded(e) for e in stored.events if e.seq < first]
-        self.export.begin(
-            run_id, stored.context, first, earlier + [e.stored or _encoded(e) for e in held]
-        )
-        if any(type(event.payload) in _ENDS for event in held):
+        earlier = [_text(e) for e in stored.events if e.seq < first]
+        self.export.begin(run_id, stored.context, first, earlier + [_text(e) for e in held])
+        if any(type(event.payload) in RUN_ENDS for event in held):
             self._runs.pop(run_id, None)
         else:
             self._runs[run_id] = True
 
 
-def _encoded(event: RunEvent) -> str:
-    """An event's JSON as a store writes it, for one that came from elsewhere."""
-    return dumps(event_to_dict(event))
+def _text(event: RunEvent) -> str:
+    """An event's JSON as the store wrote it; encoded here for one that came from elsewhere."""
+    return event.stored or dumps(event_to_dict(event))

@@ -30,7 +30,7 @@ from harness.observability.spans import (
 __all__ = ["LiveTraces", "SpanExport", "StoredRun", "TraceFollower"]
 
 _log = logging.getLogger(__name__)
-_ENDS: Final = (RunFinished, RunFailed, RunCancelled, RunPaused)
+RUN_ENDS: Final = frozenset({RunFinished, RunFailed, RunCancelled, RunPaused})
 """Events after which a run is no longer followed here (a paused one is looked up again)."""
 
 
@@ -212,7 +212,7 @@ class LiveTraces(TraceFollower[SpanExport, _Run]):
     def _feed(self, run_id: str, run: _Run, event: RunEvent) -> None:
         context = run.context
         if context is not None and not context.sampled:
-            if isinstance(event.payload, _ENDS):
+            if type(event.payload) in RUN_ENDS:
                 self._runs.pop(run_id, None)
             return
         records = run.feed_records(event)

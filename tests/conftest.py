@@ -28,10 +28,12 @@ from pathlib import Path
 import pytest
 
 import harness
+from background_process import SHARED, shared_directory
 from harness.tools.sandbox import Sandbox, SandboxStatus, make_workspace, probe_sandbox
 from harness.tools.sandbox.workspace import sandbox_host_uid
 
 SANDBOX_UID = sandbox_host_uid()
+_OWN_SHARED = pytest.StashKey[Path]()
 PG_SCRIPT = Path(__file__).resolve().parents[1] / ".ci" / "postgres.sh"
 
 
@@ -46,11 +48,23 @@ def pytest_configure(config: pytest.Config) -> None:
     are skipped, and Python still recompiles any module edited after this.
     """
     compileall.compile_dir(Path(harness.__file__).parent, quiet=1)
+    # The directory the session's processes share (pytest-xdist's workers inherit the
+    # variable): programs started once for the whole session keep their output there.
+    if SHARED not in os.environ:
+        config.stash[_OWN_SHARED] = shared_directory()
     # A suite started in the background by a shell without job control (`cmd &` in a
     # script, nohup) inherits SIGINT ignored, and so would every `harness worker` a test
     # starts and stops with SIGINT: it would never stop. Children inherit only "ignored".
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the session's shared directory, in the process that made it."""
+    made = config.stash.get(_OWN_SHARED, None)
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop(SHARED, None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

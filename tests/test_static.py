@@ -2,8 +2,9 @@
 
 Each check is a program that runs on its own for up to a minute (pyright). They start in
 the background as soon as collection has chosen their tests (`start_in_background`, called
-by tests/conftest.py), so that they run beside the rest of the suite; each test waits for
-its program and fails with its output. A test collected alone starts its program itself.
+by tests/conftest.py), once for the session however many processes run it, so that they
+run beside the rest of the suite; each test waits for its program and fails with its
+output. A test collected alone starts its program itself.
 """
 
 import shutil
@@ -35,7 +36,7 @@ def start_in_background(test: str) -> None:
     if test not in CHECKS or test in _running:
         return
     program, *args = CHECKS[test]
-    _running[test] = Background([tool(program), *args], ROOT)
+    _running[test] = Background(test, [tool(program), *args], ROOT)
 
 
 def check(test: str) -> None:

@@ -57,11 +57,19 @@ def _missing_servers() -> bool:
 
 
 def _start_npm_ci(npm: str) -> None:
-    """Start `npm ci` from the lock file once, when a server is missing."""
-    if _npm_ci or not _missing_servers():
+    """Start `npm ci` from the lock file once per session, when a server is missing.
+
+    When another process of the session started it, this one waits for it too: it may be
+    rewriting `node_modules` even though the servers look installed.
+    """
+    if _npm_ci:
         return
-    command = [npm, "ci", "--no-audit", "--no-fund"]
-    _npm_ci.append(Background(command, SERVERS))
+    started = Background.started("npm-ci")
+    if started is not None:
+        _npm_ci.append(started)
+    elif _missing_servers():
+        command = [npm, "ci", "--no-audit", "--no-fund"]
+        _npm_ci.append(Background("npm-ci", command, SERVERS))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -30,7 +30,10 @@ subscriber and the trace subscriber alone on the events of a real run.
 `VARIANT` (`none` feeds nobody), one event-loop iteration per publication, spans through the
 child exporter, untimed: run it under cachegrind with two values of N, and the difference
 of instructions over the difference of N is what the subscribers cost the harness per run,
-the same on a loaded machine as on a quiet one.
+the same on a loaded machine as on a quiet one. Whole runs the same way: `valgrind
+--tool=cachegrind --cache-sim=no python bench/observability_overhead.py --worker VARIANT
+MODE N 0.05 PORT` (the export process is not counted; PORT takes the spans: any receiver
+that answers a POST), for two values of N.
 """
 
 from __future__ import annotations

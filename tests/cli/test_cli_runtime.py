@@ -166,6 +166,48 @@ def test_cancel_from_another_process_interrupts_the_model_call(
     assert events[-1]["payload"]["reason"] == "user gave up"
 
 
+def test_sigterm_stops_a_worker_as_ctrl_c_does_and_another_takes_its_run_over(
+    tmp_path: Path, store_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """systemd, `docker stop` and Kubernetes stop a worker with SIGTERM: its lease is released."""
+    monkeypatch.setenv("HARNESS_STORE", store_target)
+    env = {**os.environ, "HARNESS_HOME": str(tmp_path)}
+    command = [HARNESS, "worker", "--concurrency", "4"]
+    replies = [slow(FakeReply.text("never heard"), 30), FakeReply.text("the second worker")]
+    with FakeOpenAIServer(replies) as server:
+        first = start(command, env)
+        assert first.stdout is not None
+        assert first.stdout.readline().startswith("worker ")
+        run_id = detach(tmp_path, server.base_url, "wait", "--tools", "none")
+        while not server.requests:
+            time.sleep(0.05)
+        first.send_signal(signal.SIGTERM)
+        out, err = first.communicate(timeout=30)
+        assert first.returncode == 0, err
+        assert "worker stopped; its runs will be taken over by the next worker" in out
+        assert "Traceback" not in err
+        record = asyncio.run(stored_run(store_target, run_id))
+        assert (record.owner, record.lease_expires_at) == (None, None)
+        second = start(command, env)
+        try:
+            done = wait_state(tmp_path, run_id, "COMPLETED", "FAILED")
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.communicate(timeout=30)
+    assert done["result"] == "the second worker"
+    assert len(server.requests) == 2
+
+
+def start(command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    pipe = subprocess.PIPE
+    return subprocess.Popen(command, env=env, stdout=pipe, stderr=pipe, text=True)
+
+
+async def stored_run(target: str, run_id: str) -> Any:
+    async with await open_store(target) as store:
+        return await store.get_run(run_id)
+
+
 def test_unknown_runs_are_clear_errors(tmp_path: Path) -> None:
     for args in (("runs", "show", "run_x"), ("pause", "run_x"), ("replay", "run_x")):
         done = cli(tmp_path, *args)

@@ -248,6 +248,7 @@ def worker(
     """Execute queued runs (from `harness run --detach`) until interrupted."""
     import asyncio
     import gc
+    import signal
 
     from harness.observability.serve import check_host
     from harness.runtime.settings import load_settings
@@ -271,11 +272,15 @@ def worker(
             server = await _metrics_server(harness, host, port, allow_remote=allow_remote)
             gc.collect()
             gc.freeze()  # what start-up loaded is never walked again (README, Performance)
-            typer.echo(f"worker {harness.owner}: executing runs (Ctrl-C to stop)")
+            # SIGTERM (systemd, `docker stop`, Kubernetes) stops it as Ctrl-C does: its
+            # leases are released, so another worker takes its runs over at once.
+            stop = asyncio.Event()
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+            typer.echo(f"worker {harness.owner}: executing runs (Ctrl-C or SIGTERM to stop)")
             if server is not None:
                 typer.echo(f"metrics: {server.url}")
             try:
-                await asyncio.Event().wait()
+                await stop.wait()
             finally:
                 if server is not None:
                     await server.close()
@@ -283,9 +288,10 @@ def worker(
     try:
         asyncio.run(serve())
     except KeyboardInterrupt:
-        typer.echo("worker stopped; its runs will be taken over by the next worker")
+        pass
     except HarnessError as exc:
         fail(str(exc))
+    typer.echo("worker stopped; its runs will be taken over by the next worker")
 
 
 async def _metrics_server(

@@ -229,6 +229,32 @@ async def test_a_queue_at_its_bound_refuses_more(tmp_path: Path) -> None:
             await harness.submit(calculator(), "one too many")
 
 
+async def test_a_full_queue_makes_room_as_soon_as_a_waiting_run_leaves(tmp_path: Path) -> None:
+    async with Harness(settings(tmp_path), execute=False, max_queue=3) as harness:
+        waiting = [await harness.submit(calculator(), "queued") for _ in range(3)]
+        with pytest.raises(RunQueueFull, match="3 runs are already waiting"):
+            await harness.submit(calculator(), "one too many")
+        await harness.cancel(waiting[0])
+        await harness.submit(calculator(), "in the room it left")
+        with pytest.raises(RunQueueFull, match="3 runs are already waiting"):
+            await harness.submit(calculator(), "one too many again")
+
+
+async def test_runs_another_process_queued_count_against_the_bound(tmp_path: Path) -> None:
+    """A submit counts the store's waiting runs again once its last count is a second old."""
+    async with (
+        Harness(settings(tmp_path), execute=False, max_queue=5) as here,
+        Harness(settings(tmp_path), execute=False, max_queue=100) as elsewhere,
+    ):
+        for _ in range(2):
+            await here.submit(calculator(), "queued here")
+        for _ in range(3):
+            await elsewhere.submit(calculator(), "queued elsewhere")
+        await asyncio.sleep(1.1)
+        with pytest.raises(RunQueueFull, match="5 runs are already waiting"):
+            await here.submit(calculator(), "one too many")
+
+
 async def test_a_pending_run_can_be_cancelled_before_it_starts(tmp_path: Path) -> None:
     async with Harness(settings(tmp_path), execute=False) as harness:
         run_id = await harness.submit(calculator(), "never runs")

@@ -22,8 +22,9 @@ from harness.core.messages import Message
 from harness.core.results import RunResult
 from harness.core.states import TEMPORAL_LEASE_S, TEMPORAL_OWNER, TERMINAL_STATES, RunState
 from harness.core.usage import Limits, Usage
-from harness.errors import AlreadyDecided, ConfigError, RunError, RunQueueFull, StoreError
+from harness.errors import AlreadyDecided, ConfigError, RunError, StoreError
 from harness.memory import TokenCounter
+from harness.runtime._queue_bound import QueueBound
 from harness.runtime.lifecycle import check_transition
 
 _NO_USAGE: Final = Usage()
@@ -154,6 +155,7 @@ class Harness:
         self._resources = AgentResources(self.settings, base_url=base_url)
         self._approver, self._audit = approver, audit
         self._limits = (max_concurrent, max_queue, dict(model_limits or {}), lease_s)
+        self._queue = QueueBound(max_queue)
         self._execute, self._adopt = execute, adopt
         self._control_poll_s = control_poll_s
         self._live_steps = live_steps
@@ -536,7 +538,7 @@ class Harness:
         agent = self._agents.effective(
             base, task_type=task_type, variant=variant, overrides=overrides
         )
-        _, max_queue, _, lease_s = self._limits
+        lease_s = self._limits[3]
         await _check_workspace(agent, self.settings.home, self.registry.check(agent))
         model = agent.model if isinstance(agent.model, str) else agent.model.name
         messages = history or [Message.system(agent.system_prompt), Message.user(task)]
@@ -548,12 +550,7 @@ class Harness:
         local = self._executor is not None and self._executor.reserve(model)
         temporal = self._temporal is not None and await self._temporal_ready()
         if not local:
-            pending = await self.store.count_runs(RunState.PENDING)
-            if pending >= max_queue:
-                raise RunQueueFull(
-                    f"{pending} runs are already waiting (max_queue={max_queue}); "
-                    "submit later, or raise max_queue / the concurrency limits"
-                )
+            await self._queue.check(lambda: self.store.count_runs(RunState.PENDING))
         self.register(base)
         trace = await self._new_trace(
             resumed_from or (child_of and child_of.parent_run_id) or _source_run(_origin)
@@ -597,6 +594,8 @@ class Harness:
             if local and self._executor is not None:
                 self._executor.unreserve(model)
             raise
+        if not local:
+            self._queue.queued()
         if self._traces is not None:
             self._traces.begin(run_id, trace)
         self._publish(created)

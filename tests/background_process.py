@@ -44,30 +44,41 @@ def shared_directory() -> Path:
 
 
 class Background:
-    """Program `argv`, run in `cwd` once per session under `name`; see the module."""
+    """The program run once per session under `name`; see the module.
 
-    def __init__(self, name: str, argv: list[str], cwd: Path) -> None:
+    `Background.start` runs it (unless a process of the session did), `Background.started`
+    finds it; either can `wait` for it.
+    """
+
+    def __init__(self, name: str) -> None:
         root = shared_directory()
         self.name = name
+        self._marker = root / f"{name}.started"
         self._status = root / f"{name}.status"
         self._output = root / f"{name}.out"
         self._proc: subprocess.Popen[bytes] | None = None
+        """The program's runner, when this process started it."""
+
+    @classmethod
+    def start(cls, name: str, argv: list[str], cwd: Path) -> Background:
+        """Run `argv` in `cwd` as `name`, unless a process of the session already did."""
+        found = cls(name)
         try:
-            os.close(os.open(root / f"{name}.started", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(found._marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
-            return  # another process of the session started it
-        command = [sys.executable, "-c", _RECORD, str(self._status), str(self._output), *argv]
-        self._proc = subprocess.Popen(
+            return found  # another process of the session started it
+        command = [sys.executable, "-c", _RECORD, str(found._status), str(found._output), *argv]
+        found._proc = subprocess.Popen(
             command, cwd=cwd, stdin=subprocess.DEVNULL, start_new_session=True
         )
-        atexit.register(self.stop)
+        atexit.register(found.stop)
+        return found
 
     @classmethod
     def started(cls, name: str) -> Background | None:
         """The program of `name`, when a process of the session started it."""
-        if not (shared_directory() / f"{name}.started").exists():
-            return None
-        return cls(name, [], Path.cwd())  # its marker exists: this only attaches
+        found = cls(name)
+        return found if found._marker.exists() else None
 
     def wait(self, timeout: float = 600) -> tuple[int, str]:
         """Wait for the program to end; its exit status and output.

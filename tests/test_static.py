@@ -36,7 +36,7 @@ def start_in_background(test: str) -> None:
     if test not in CHECKS or test in _running:
         return
     program, *args = CHECKS[test]
-    _running[test] = Background(test, [tool(program), *args], ROOT)
+    _running[test] = Background.start(test, [tool(program), *args], ROOT)
 
 
 def check(test: str) -> None:

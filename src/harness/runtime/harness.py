@@ -154,8 +154,9 @@ class Harness:
         self._agents = AgentCatalog(self.settings, agents)
         self._resources = AgentResources(self.settings, base_url=base_url)
         self._approver, self._audit = approver, audit
-        self._limits = (max_concurrent, max_queue, dict(model_limits or {}), lease_s)
+        self._limits = (max_concurrent, dict(model_limits or {}), lease_s)
         self._queue = QueueBound(max_queue)
+        """The bound of waiting runs (`max_queue`), checked at submit."""
         self._execute, self._adopt = execute, adopt
         self._control_poll_s = control_poll_s
         self._live_steps = live_steps
@@ -203,7 +204,7 @@ class Harness:
             if self._execute:  # its runs are workflows: a trigger's run starts one too
                 await self._start_triggers()
         elif self._execute:
-            max_concurrent, _, model_limits, lease_s = self._limits
+            max_concurrent, model_limits, lease_s = self._limits
             self._executor = RunExecutor(
                 self.store,
                 self.bus,
@@ -538,7 +539,7 @@ class Harness:
         agent = self._agents.effective(
             base, task_type=task_type, variant=variant, overrides=overrides
         )
-        lease_s = self._limits[3]
+        lease_s = self._limits[2]
         await _check_workspace(agent, self.settings.home, self.registry.check(agent))
         model = agent.model if isinstance(agent.model, str) else agent.model.name
         messages = history or [Message.system(agent.system_prompt), Message.user(task)]

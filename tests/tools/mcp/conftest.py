@@ -69,7 +69,7 @@ def _start_npm_ci(npm: str) -> None:
         _npm_ci.append(started)
     elif _missing_servers():
         command = [npm, "ci", "--no-audit", "--no-fund"]
-        _npm_ci.append(Background("npm-ci", command, SERVERS))
+        _npm_ci.append(Background.start("npm-ci", command, SERVERS))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
